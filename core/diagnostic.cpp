@@ -1,0 +1,36 @@
+#include "core/diagnostic.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace fp {
+
+namespace {
+std::string locate(const std::string& file, int line, int col, const std::string& message) {
+  if (file.empty() && line == 0) return message;
+  if (line == 0) return fmt::format("{}: {}", file, message);
+  return fmt::format("{}:{}:{}: {}", file.empty() ? "<input>" : file, line, col, message);
+}
+}  // namespace
+
+UserError::UserError(ExitCode code, std::string file, int line, int col, std::string message)
+    : std::runtime_error(locate(file, line, col, message)),
+      code_(code),
+      file_(std::move(file)),
+      line_(line),
+      col_(col),
+      message_(std::move(message)) {}
+
+void throw_malformed(const std::string& file, int line, int col, const std::string& msg) {
+  throw UserError(kExitMalformed, file, line, col, msg);
+}
+
+void internal_failure(const char* file, int line, const char* cond, const std::string& msg) {
+  std::fprintf(stderr,
+               "flashproof: internal error at %s:%d: %s (%s)\n"
+               "This is a bug in flashproof; please report it with the command that produced it.\n",
+               file, line, msg.c_str(), cond);
+  std::abort();
+}
+
+}  // namespace fp

@@ -1,0 +1,14 @@
+# lit configuration for flashproof's golden IR tests.
+import os
+import lit.formats
+
+config.name = "flashproof"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".fp", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flashproof_binary_dir, "tests", "lit-out")
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
+tool_dir = os.path.join(config.flashproof_binary_dir, "tools")
+config.environment["PATH"] = os.pathsep.join(
+    [tool_dir, os.path.dirname(config.filecheck), config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.substitutions.append(("%flashproof", os.path.join(tool_dir, "flashproof")))
