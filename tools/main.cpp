@@ -1,5 +1,5 @@
 // flashproof: the command-line program. Each subcommand lives in its own file (tools/cmd_*.cpp)
-// and registers itself here.
+// and registers itself (tools/command.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -7,16 +7,22 @@
 
 #include "core/diagnostic.h"
 #include "flashproof/version.h"
+#include "tools/command.h"
 
 int main(int argc, char** argv) {
+  fp::cli::set_command_line(argc, argv);
   CLI::App app{"flashproof — rewrites loop-level tensor programs and proves each rewrite"};
   app.set_version_flag("--version", std::string("flashproof ") + FLASHPROOF_VERSION);
   app.require_subcommand(1);
+  fp::cli::add_registered_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : fp::kExitUsage;
+  } catch (const fp::UserError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return e.code();
   }
-  return 0;
+  return fp::cli::exit_code();
 }

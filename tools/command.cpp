@@ -1,0 +1,48 @@
+#include "tools/command.h"
+
+#include <cctype>
+#include <map>
+#include <string_view>
+
+namespace fp::cli {
+
+namespace {
+std::map<std::string, CommandSetup>& registry() {
+  static std::map<std::string, CommandSetup> r;
+  return r;
+}
+int g_exit_code = 0;
+std::string g_command_line;
+
+// Quotes an argument for a POSIX shell when it holds anything beyond a safe set.
+std::string shell_quote(const std::string& a) {
+  bool safe = !a.empty();
+  for (char c : a)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=:,+%@").find(c) != std::string_view::npos))
+      safe = false;
+  if (safe) return a;
+  std::string q = "'";
+  for (char c : a) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+bool register_command(const char* name, CommandSetup setup) {
+  registry()[name] = setup;
+  return true;
+}
+
+void add_registered_commands(CLI::App& app) {
+  for (const auto& [name, setup] : registry()) setup(app);
+}
+
+void set_exit_code(int code) { g_exit_code = code; }
+int exit_code() { return g_exit_code; }
+
+const std::string& command_line() { return g_command_line; }
+void set_command_line(int argc, char** argv) {
+  g_command_line = "flashproof";
+  for (int i = 1; i < argc; ++i) g_command_line += " " + shell_quote(argv[i]);
+}
+
+}  // namespace fp::cli
