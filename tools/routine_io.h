@@ -1,0 +1,21 @@
+#pragma once
+// Loading and writing routines for the subcommands: every file read is parsed and checked, every
+// file written starts with the header comment (tool version, producing command, seed).
+
+#include <optional>
+#include <string>
+
+#include "core/ir.h"
+
+namespace fp::cli {
+
+// Parses and well-formedness-checks FILE ("-" reads standard input). Throws UserError (65/66).
+Routine load_checked_routine(const std::string& path);
+
+// Writes `text` to `path`, or to standard output when path is empty or "-".
+void write_text_output(const std::string& path, const std::string& text);
+
+// The routine in the text format with the header comment for this invocation.
+std::string routine_file_text(const Routine& r, std::optional<std::uint64_t> seed = std::nullopt);
+
+}  // namespace fp::cli
