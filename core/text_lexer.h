@@ -41,22 +41,47 @@ enum class Tok : std::uint8_t {
 // node, local, loop symbol, attr or routine.
 enum class Kw : std::uint8_t {
   None,
-  Routine, Attr, Node, Zero, Local, For, In, Scan, Forward, Backward, Carry, If, Comment, Noop,
-  Idx, Input, Output, Inf, Nan,
-  F64, F32, F16, BF16, I32,
-  Virtual, Materialized, Requested,  // with Local, the memory modes
+  Routine,
+  Attr,
+  Node,
+  Zero,
+  Local,
+  For,
+  In,
+  Scan,
+  Forward,
+  Backward,
+  Carry,
+  If,
+  Comment,
+  Noop,
+  Idx,
+  Input,
+  Output,
+  Inf,
+  Nan,
+  F64,
+  F32,
+  F16,
+  BF16,
+  I32,
+  Virtual,
+  Materialized,
+  Requested,  // with Local, the memory modes
 };
 
 Kw keyword_of(std::string_view word);
-inline bool is_keyword(std::string_view word) { return keyword_of(word) != Kw::None; }
+inline bool is_keyword(std::string_view word) {
+  return keyword_of(word) != Kw::None;
+}
 
 struct Token {
   Tok kind = Tok::End;
-  Kw kw = Kw::None;      // Ident only
-  bool integer = false;  // Number only: digits with no '.' or exponent
-  std::string_view text; // view into the source
-  int line = 1;          // 1-based
-  int col = 1;           // 1-based, counted in bytes
+  Kw kw = Kw::None;       // Ident only
+  bool integer = false;   // Number only: digits with no '.' or exponent
+  std::string_view text;  // view into the source
+  int line = 1;           // 1-based
+  int col = 1;            // 1-based, counted in bytes
 };
 
 // Length of the well-formed UTF-8 sequence starting at s[i] (1..4), or 0 if the bytes there are

@@ -1,0 +1,44 @@
+#include "tools/routine_io.h"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "core/checker.h"
+#include "core/diagnostic.h"
+#include "core/text_parser.h"
+#include "core/text_printer.h"
+#include "tools/command.h"
+
+namespace fp::cli {
+
+Routine load_checked_routine(const std::string& path) {
+  Routine r;
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    r = parse_routine(text, "<stdin>");
+  } else {
+    r = parse_routine_file(path);
+  }
+  check_routine_or_throw(r, path == "-" ? "<stdin>" : path);
+  return r;
+}
+
+void write_text_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError(kExitMissingInput, path, 0, 0, "cannot open for writing");
+  out << text;
+  if (!out) throw UserError(kExitMissingInput, path, 0, 0, "write failed");
+}
+
+std::string routine_file_text(const Routine& r, std::optional<std::uint64_t> seed) {
+  return print_routine_file(r, FileHeader{command_line(), seed});
+}
+
+}  // namespace fp::cli
