@@ -1,0 +1,60 @@
+// `flashproof lower`: lowers a tensor-expression file (docs/frontend.md) to the loop IR and writes
+// it in the .fp text format — the forward routine, or the training step when the file has `grad`
+// and `loss` statements.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "core/diagnostic.h"
+#include "core/frontend/te_parser.h"
+#include "tools/command.h"
+#include "tools/routine_io.h"
+
+namespace fp::cli {
+namespace {
+
+struct LowerOptions {
+  std::string input;
+  std::string output;
+  bool differentiable_max = false;
+};
+
+std::string read_source(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(kExitMissingInput, path, 0, 0, "cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw UserError(kExitMissingInput, path, 0, 0, "cannot read the file");
+  return ss.str();
+}
+
+// The routine's default name: the file's stem when it is a valid name ("attn.te" -> attn).
+std::string stem_name(const std::string& path) {
+  std::string stem =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  stem = stem.substr(0, stem.find('.'));
+  return stem;
+}
+
+void setup_lower(CLI::App& app) {
+  auto opt = std::make_shared<LowerOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "lower",
+      "Lower a tensor-expression file (.te, see docs/frontend.md) to the loop IR: one nest per assignment, "
+      "a zeroing or -inf fill before each reduction; with 'grad'/'loss' lines, the training step");
+  sub->add_option("FILE", opt->input, "Tensor-expression source file")->required();
+  sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  sub->add_flag("--differentiable-max", opt->differentiable_max,
+                "Differentiate max reductions (grad_x += grad_m * eq(x, m)); default: a max is a constant");
+  sub->callback([opt] {
+    const std::string text = read_source(opt->input);
+    Routine r = fe::lower_source(text, opt->input, stem_name(opt->input), opt->differentiable_max);
+    write_text_output(opt->output, routine_file_text(r));
+  });
+}
+
+FP_REGISTER_COMMAND("lower", setup_lower);
+
+}  // namespace
+}  // namespace fp::cli
