@@ -1,0 +1,93 @@
+#include "rewrites/online_softmax/online_softmax.h"
+
+#include <map>
+#include <set>
+
+#include "rewrites/name_minter.h"
+#include "rewrites/online_softmax/normalizer_scan.h"
+#include "rewrites/online_softmax/routine_view.h"
+#include "rewrites/online_softmax/value_pass_hoist.h"
+
+namespace fp {
+
+MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) {
+  using namespace osm;
+  auto enabled = [&](const char* id) { return !ctx.shape_enabled || ctx.shape_enabled(id); };
+  const bool scan_on = enabled(kNormalizerScanId);
+  const bool hoist_on = enabled(kValuePassHoistId);
+
+  MemberOutput out;
+  RoutineView view(r);
+  NormalizerSearch search = find_normalizers(view);
+  if (scan_on)
+    for (auto& d : search.declines) {
+      d.round = ctx.round;
+      out.declines.push_back(std::move(d));
+    }
+  if (search.found.empty()) {
+    out.routine = r;
+    return out;
+  }
+
+  NameMinter names(r);
+  std::map<int, std::vector<StmtP>> replacements;
+  std::set<int> consumed;
+  for (const auto& nz : search.found) {
+    for (int p : {nz.a_init, nz.a, nz.c_init, nz.c}) consumed.insert(p);
+    if (!scan_on) continue;
+    StmtP scan = emit_normalizer_scan(nz, names);
+    Application app = normalizer_application(nz, view, *scan);
+    app.round = ctx.round;
+    out.applications.push_back(std::move(app));
+    replacements[nz.a] = {scan};
+    replacements[nz.a_init] = {};
+    replacements[nz.c_init] = {};
+    replacements[nz.c] = {};
+  }
+
+  if (hoist_on) {
+    std::set<std::string> normalized = normalized_nodes(view, search.found);
+    for (int p = 0; p < view.size(); ++p) {
+      if (consumed.count(p)) continue;
+      auto m = match_hoist(view, p, normalized);
+      if (!m) continue;
+      if (auto* d = std::get_if<Decline>(&*m)) {
+        d->round = ctx.round;
+        out.declines.push_back(std::move(*d));
+        continue;
+      }
+      const Hoist& h = std::get<Hoist>(*m);
+      StmtP s = emit_hoist(h, view, names);
+      Application app = hoist_application(h, view, *s);
+      app.round = ctx.round;
+      out.applications.push_back(std::move(app));
+      replacements[p] = {s};
+    }
+  }
+  out.routine = replacements.empty() ? r : view.rebuild(replacements);
+  return out;
+}
+
+Member online_softmax_member() {
+  Member m;
+  m.id = kOnlineSoftmaxId;
+  m.gate = "online_softmax";
+  m.description =
+      "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
+      "probabilities once (default off; on in the approximate profile)";
+  m.shapes = {
+      ShapeInfo{
+          osm::kNormalizerScanId, "exact (max), bounded (sum)",
+          "a max reduction and the sum of exp(x - max) over one axis become one scan per row carrying the "
+          "running max and the rescaled running sum, writing both to their nodes"},
+      ShapeInfo{
+          osm::kValuePassHoistId, "exact",
+          "a reduction of (normalized probabilities) * v moves the loops the probabilities do not index "
+          "innermost, behind one read of the probability into a local"},
+  };
+  m.gate_on = [](const Config& c) { return c.online_softmax; };
+  m.apply = rewrite_online_softmax;
+  return m;
+}
+
+}  // namespace fp

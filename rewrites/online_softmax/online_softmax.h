@@ -1,0 +1,31 @@
+#pragma once
+// The online-softmax member of the rewrite tier (id `online-softmax`, gate `online_softmax`):
+// shared/spec/online_softmax.md, first two bullets. Its shapes, applied in this order within one
+// application of the member:
+//   1. online-softmax.normalizer-scan (normalizer_scan.h): every (max, sum-of-shifted-exp) pair
+//      over one axis becomes one scan per row; bounded claim.
+//   2. online-softmax.value-pass-hoist (value_pass_hoist.h): every reduction consuming the
+//      normalized probabilities reads them once, its other loops moved innermost; exact claim.
+// The hoist only fires in a routine where shape 1 recognized a normalizer (whether or not shape 1
+// is enabled to rewrite it) and never on a normalizer's own statements.
+//
+// Idempotent, as the tier's fixpoint requires: the output has no max-reduction nest left to anchor
+// a normalizer on (the max nest became loops around a scan, which is not a nest), hence no
+// normalized nodes and no hoist candidates; a hoisted reduction is no longer a nest either.
+//
+// online_softmax_backward and a positive online_softmax_block select shapes 3 and 4, which this
+// version of the tier does not implement: with them set, shapes 1 and 2 apply as above (the spec's
+// fallback when those shapes decline).
+
+#include "rewrites/member.h"
+
+namespace fp {
+
+inline constexpr const char* kOnlineSoftmaxId = "online-softmax";
+
+Member online_softmax_member();
+
+// The member's function (also usable without the tier driver).
+MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx);
+
+}  // namespace fp

@@ -1,0 +1,139 @@
+#include "rewrites/tier.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "core/diagnostic.h"
+#include "rewrites/online_softmax/online_softmax.h"
+
+namespace fp {
+
+const std::vector<Member>& tier_members() {
+  static const std::vector<Member> members = {online_softmax_member()};
+  return members;
+}
+
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void validate_ids(const std::vector<Member>& members, const std::vector<std::string>& ids, const char* flag) {
+  for (const auto& id : ids) {
+    bool known = false;
+    for (const auto& m : members) {
+      if (m.id == id) known = true;
+      for (const auto& s : m.shapes)
+        if (s.id == id) known = true;
+    }
+    if (!known) {
+      std::vector<std::string> all;
+      for (const auto& m : members) {
+        all.push_back(m.id);
+        for (const auto& s : m.shapes) all.push_back(s.id);
+      }
+      throw UserError(kExitUsage, "", 0, 0,
+                      fmt::format("{}: unknown rewrite '{}' (known: {})", flag, id, fmt::join(all, ", ")));
+    }
+  }
+}
+
+bool shape_selected(const Member& m, const std::string& shape_id, const TierOptions& o) {
+  if (!o.only.empty() && !contains(o.only, m.id) && !contains(o.only, shape_id)) return false;
+  return !contains(o.disable, m.id) && !contains(o.disable, shape_id);
+}
+
+bool member_selected(const Member& m, const TierOptions& o) {
+  if (m.shapes.empty()) return shape_selected(m, m.id, o);
+  for (const auto& s : m.shapes)
+    if (shape_selected(m, s.id, o)) return true;
+  return false;
+}
+
+}  // namespace
+
+RewriteResult run_tier(const Routine& r, const Config& config, const TierOptions& options) {
+  return run_tier(r, config, options, tier_members());
+}
+
+RewriteResult run_tier(const Routine& r, const Config& config, const TierOptions& options,
+                       const std::vector<Member>& members) {
+  validate_ids(members, options.only, "--only");
+  validate_ids(members, options.disable, "--disable");
+
+  RewriteResult result;
+  result.routine = r;
+  std::vector<const Member*> active;
+  for (const auto& m : members) {
+    if (!member_selected(m, options)) {
+      result.notes.push_back(fmt::format("{}: not selected (--only/--disable)", m.id));
+    } else if (!m.gate_on(config)) {
+      result.notes.push_back(fmt::format("{}: gate {} is off", m.id, m.gate));
+    } else {
+      active.push_back(&m);
+    }
+  }
+  if (active.empty()) return result;
+
+  std::set<std::tuple<std::string, int, std::string, std::string>> seen_declines;
+  std::string last_changer;
+  for (int round = 1; round <= kMaxTierRounds; ++round) {
+    result.rounds_run = round;
+    bool changed = false;
+    last_changer.clear();
+    for (const Member* m : active) {
+      MemberContext ctx;
+      ctx.config = &config;
+      ctx.round = round;
+      ctx.shape_enabled = [m, &options](const std::string& shape_id) {
+        return shape_selected(*m, shape_id, options);
+      };
+      MemberOutput out = m->apply(result.routine, ctx);
+      bool member_changed = !equal(out.routine, result.routine);
+      for (auto& a : out.applications) result.applications.push_back(std::move(a));
+      for (auto& d : out.declines) {
+        // Positions are stable across rounds for a candidate the member leaves alone only when
+        // nothing before it changed; key on what the decline says, not where.
+        auto key = std::make_tuple(d.shape, d.line, d.code, d.sentence);
+        if (seen_declines.insert(key).second) result.declines.push_back(std::move(d));
+      }
+      result.rounds.push_back(RoundSnapshot{round, m->id, member_changed, out.routine});
+      if (member_changed) {
+        changed = true;
+        if (last_changer.empty()) last_changer = m->id;
+        result.routine = std::move(out.routine);
+      }
+    }
+    if (!changed) return result;
+  }
+  throw TierDidNotConverge(
+      last_changer, fmt::format("rewrite tier did not converge after {} rounds: member {} still changes "
+                                "the routine (it is not idempotent or does not consume its pattern)",
+                                kMaxTierRounds, last_changer));
+}
+
+std::string explain_text(const RewriteResult& result) {
+  std::string out;
+  for (const auto& n : result.notes) out += fmt::format("note: {}\n", n);
+  for (const auto& a : result.applications) out += format_application(a);
+  for (const auto& d : result.declines) out += format_decline(d);
+  out += fmt::format("summary: {} applied, {} declined, {} round{}\n", result.applications.size(),
+                     result.declines.size(), result.rounds_run, result.rounds_run == 1 ? "" : "s");
+  return out;
+}
+
+std::string list_rewrites_text(const std::vector<Member>& members) {
+  std::string out;
+  for (const auto& m : members) {
+    out += fmt::format("{}  gate: {}\n    {}\n", m.id, m.gate, m.description);
+    for (const auto& s : m.shapes)
+      out += fmt::format("  {}  claims: {}\n      {}\n", s.id, s.claim, s.description);
+  }
+  return out;
+}
+
+}  // namespace fp

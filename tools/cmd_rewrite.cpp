@@ -1,0 +1,82 @@
+// `flashproof rewrite FILE`: runs the rewrite tier (rewrites/tier.h) on a routine and prints the
+// rewritten routine in the text format, with the file header. docs/rewrites.md documents the
+// options and the --explain and --print-after-all formats.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "core/checker.h"
+#include "core/diagnostic.h"
+#include "core/text_printer.h"
+#include "rewrites/tier.h"
+#include "tools/command.h"
+#include "tools/config_options.h"
+#include "tools/routine_io.h"
+
+namespace fp::cli {
+namespace {
+
+struct RewriteOptions {
+  std::string file;
+  std::string output;
+  bool explain = false;
+  bool print_after_all = false;
+  TierOptions tier;
+  ConfigOptions config;
+};
+
+void run_rewrite(const RewriteOptions& o) {
+  Config config = o.config.resolve();
+  Routine r = load_checked_routine(o.file);
+  TierOptions tier = o.tier;
+  tier.explain = o.explain;
+  RewriteResult res;
+  try {
+    res = run_tier(r, config, tier);
+  } catch (const TierDidNotConverge& e) {
+    // An internal error: a member broke the tier's contract. Never hidden, always reproducible.
+    std::fprintf(stderr, "flashproof: internal error: %s\nreproduce with: %s\n", e.what(),
+                 command_line().c_str());
+    set_exit_code(kExitInternal);
+    return;
+  }
+  if (o.print_after_all)
+    for (const auto& s : res.rounds)
+      std::fprintf(stderr, "# ---- after round %d, member %s (%s) ----\n%s", s.round, s.member.c_str(),
+                   s.changed ? "changed" : "unchanged", print_routine(s.routine).c_str());
+  if (o.explain) std::fputs(explain_text(res).c_str(), stderr);
+  // The tier's output must be as well formed as its input; anything else is a bug in a member.
+  auto problems = check_routine(res.routine);
+  if (!problems.empty()) {
+    std::fprintf(
+        stderr, "flashproof: internal error: the rewritten routine is malformed: %s %s\nreproduce with: %s\n",
+        problems[0].where.c_str(), problems[0].message.c_str(), command_line().c_str());
+    set_exit_code(kExitInternal);
+    return;
+  }
+  write_text_output(o.output, routine_file_text(res.routine));
+}
+
+void setup_rewrite(CLI::App& app) {
+  auto opt = std::make_shared<RewriteOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "rewrite", "Run the rewrite tier on a routine (before placement) and print the rewritten routine");
+  sub->add_option("FILE", opt->file, "Routine in the .fp text format ('-' reads standard input)")->required();
+  sub->add_flag("--explain", opt->explain,
+                "Print every application (with its claims) and every decline (reason code and sentence) to "
+                "standard error");
+  sub->add_flag("--print-after-all", opt->print_after_all,
+                "Print the routine after each member's application in each round to standard error");
+  sub->add_option("--only", opt->tier.only,
+                  "Apply only this member or shape (repeatable), e.g. online-softmax.normalizer-scan; config "
+                  "gates still apply");
+  sub->add_option("--disable", opt->tier.disable, "Do not apply this member or shape (repeatable)");
+  sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  add_config_options(*sub, opt->config);
+  sub->callback([opt] { run_rewrite(*opt); });
+}
+
+FP_REGISTER_COMMAND("rewrite", setup_rewrite);
+
+}  // namespace
+}  // namespace fp::cli
