@@ -24,4 +24,7 @@ struct InterpretOptions {
 // value not representable at the node's precision.
 TensorMap interpret(const Routine& routine, const TensorMap& inputs, const InterpretOptions& opts = {});
 
+// interpret() compiles the routine on every call; to run one routine many times, keep a
+// CompiledRoutine (core/interpreter_program.h). docs/semantics.md §9 describes both.
+
 }  // namespace fp

@@ -24,7 +24,9 @@
 // is not part of the semantics: every NaN is the same value). float → i32: truncation toward
 // zero, saturating at INT32_MIN/INT32_MAX, NaN → 0. i32 → float: rounded to nearest-even. A store
 // (`set` to a node cell, `:=` to a local) converts the value to the destination's precision.
-// A constant is its decimal value rounded to the expression's precision.
+// `cast.p(a)` is a converted to p (the conversion is the whole operation). A constant is its value
+// (Expr::value, a binary64: the text format reads a decimal as its nearest double) rounded to the
+// expression's precision.
 //
 // Arithmetic on floats. add, sub, mul, div, sqrt, fma: IEEE 754 correctly rounded, with IEEE
 // special values (x/0 = ±inf, 0/0 = NaN, inf-inf = NaN, ...). neg flips the sign (also of 0 and
@@ -40,11 +42,13 @@
 // selected operand's value matters, but both are evaluated (evaluation has no side effects).
 // exp: a deterministic function per precision, identical in every executor:
 //   exp.f64(x) = fp_exp64(x), flashproof's own binary64 exponential (core/numerics.h: Cody–Waite
-//   reduction by ln2/2^k, polynomial, exact scaling); its maximum error is stated in
-//   docs/semantics.md (measured, < 1 ulp). exp.f32/f16/bf16(x) = round_to_prec(fp_exp64(x)).
+//   reduction by ln2/2^k with k = 6 and a table of 2^(j/64), degree-6 polynomial, exact scaling,
+//   no FMA); its maximum error is stated in docs/semantics.md (measured, < 1 ulp).
+//   exp.f32/f16/bf16(x) = round_to_prec(fp_exp64(x)).
 //   exp(-inf) = +0, exp(+inf) = +inf, exp(NaN) = NaN, exp(±0) = 1 exactly.
-// pow(a, b): the C library's pow on binary64, rounded to the precision (implementation-defined:
-//   the only operation whose value may differ between executors; rewrites never emit it).
+// pow(a, b): the C library's pow on binary64 of the converted operands, rounded to the precision
+//   (at i32: converted by the float → i32 rule) (implementation-defined: the only operation whose
+//   value may differ between executors; rewrites never emit it).
 //
 // Arithmetic on i32. add, sub, mul wrap modulo 2^32; div truncates toward zero with x/0 = 0 and
 // INT32_MIN/-1 = INT32_MIN; max/min as usual; eq/lt give 1/0; neg wraps; abs(INT32_MIN) =
@@ -71,8 +75,8 @@
 // bounds for every iteration before anything runs, and rejects the program otherwise.
 //
 // Locals. `local x : prec` declares a scalar local, scoped to the rest of the enclosing statement
-// list (or scan body); its value before the first `:=` is +0. Carried prev/next locals are scoped
-// to their scan's body.
+// list (or scan body); each time the declaration runs (e.g. on every iteration of an enclosing
+// loop) the local starts again at +0. Carried prev/next locals are scoped to their scan's body.
 //
 // Memory modes only decide placement (stored buffer or recomputed at each read); they never
 // change a value, because recomputation is deterministic.
