@@ -48,7 +48,7 @@ struct AttentionSpec {
 
 // Largest accepted size of one dimension, and number of layers.
 inline constexpr std::int64_t kMaxAttentionSize = std::int64_t{1} << 20;
-inline constexpr int kMaxAttentionLayers = 64;
+inline constexpr int kMaxAttentionLayers = 256;
 
 // The forward tensor-expression program (the training step differentiates it). Throws
 // UserError(kExitUsage) for an invalid spec: a size < 1 or > 2^20, a node above 2^40 cells, a

@@ -74,10 +74,12 @@ void apply_setting(Config& c, const std::string& key, const std::string& value, 
     usage(fmt::format("{}: unknown config key '{}' (known: {})", origin, key, fmt::join(ks, ", ")));
   if (pinned(c, key))
     usage(fmt::format("{}: config key {} is pinned by profile {}", origin, key, c.profile));
-  if (key == "online_softmax") c.online_softmax = parse_bool(key, value);
-  else if (key == "online_softmax_backward") c.online_softmax_backward = parse_bool(key, value);
-  else if (key == "online_softmax_block") c.online_softmax_block = parse_block(key, value);
-  else c.virtualize_max_inline_reduction = parse_int(key, value);
+  // Value errors name the key and, when it came from the environment, the variable.
+  const std::string label = origin == "--set" ? key : fmt::format("{} (from {})", key, origin);
+  if (key == "online_softmax") c.online_softmax = parse_bool(label, value);
+  else if (key == "online_softmax_backward") c.online_softmax_backward = parse_bool(label, value);
+  else if (key == "online_softmax_block") c.online_softmax_block = parse_block(label, value);
+  else c.virtualize_max_inline_reduction = parse_int(label, value);
 }
 
 std::string env_name(const std::string& key) {

@@ -12,6 +12,7 @@
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/routine_io.h"
+#include "tools/tier_runner.h"
 
 namespace fp::cli {
 namespace {
@@ -30,30 +31,14 @@ void run_rewrite(const RewriteOptions& o) {
   Routine r = load_checked_routine(o.file);
   TierOptions tier = o.tier;
   tier.explain = o.explain;
-  RewriteResult res;
-  try {
-    res = run_tier(r, config, tier);
-  } catch (const TierDidNotConverge& e) {
-    // An internal error: a member broke the tier's contract. Never hidden, always reproducible.
-    std::fprintf(stderr, "flashproof: internal error: %s\nreproduce with: %s\n", e.what(),
-                 command_line().c_str());
-    set_exit_code(kExitInternal);
-    return;
-  }
+  std::optional<RewriteResult> result = run_tier_checked(r, config, tier);
+  if (!result) return;
+  const RewriteResult& res = *result;
   if (o.print_after_all)
     for (const auto& s : res.rounds)
       std::fprintf(stderr, "# ---- after round %d, member %s (%s) ----\n%s", s.round, s.member.c_str(),
                    s.changed ? "changed" : "unchanged", print_routine(s.routine).c_str());
   if (o.explain) std::fputs(explain_text(res).c_str(), stderr);
-  // The tier's output must be as well formed as its input; anything else is a bug in a member.
-  auto problems = check_routine(res.routine);
-  if (!problems.empty()) {
-    std::fprintf(
-        stderr, "flashproof: internal error: the rewritten routine is malformed: %s %s\nreproduce with: %s\n",
-        problems[0].where.c_str(), problems[0].message.c_str(), command_line().c_str());
-    set_exit_code(kExitInternal);
-    return;
-  }
   write_text_output(o.output, routine_file_text(res.routine));
 }
 

@@ -17,6 +17,7 @@
 #include "tools/config_options.h"
 #include "tools/routine_io.h"
 #include "tools/tensor_summary.h"
+#include "tools/tier_runner.h"
 
 namespace fp::cli {
 namespace {
@@ -52,7 +53,12 @@ void write_tensors(const std::string& dir, const TensorMap& tensors) {
 }
 
 void run(const RunOptions& o) {
-  Routine r = load_checked_routine(o.file);
+  Config cfg = o.config.resolve();
+  // The tier runs before placement and execution, as in every lowering: with a rewrite gate on,
+  // what runs is the rewritten routine.
+  std::optional<RewriteResult> rewritten = run_tier_checked(load_checked_routine(o.file), cfg, {});
+  if (!rewritten) return;
+  const Routine& r = rewritten->routine;
   TensorMap in = load_inputs(r, o);
   TensorMap out = interpret(r, in, InterpretOptions{o.file});
   if (!o.output_dir.empty()) {
@@ -62,7 +68,6 @@ void run(const RunOptions& o) {
   }
   if (!o.quiet) fmt::print("{}", format_tensor_summaries(out));
   if (o.report_memory) {
-    Config cfg = o.config.resolve();
     PlacementResult placed = place(r, PlacementConfig{cfg.virtualize_max_inline_reduction});
     fmt::print("\n{}", format_memory_report(memory_report(placed.routine)));
   }

@@ -7,7 +7,7 @@
 # RUN: %flashproof rewrite %s --set online_softmx=true; test $? -eq 64
 # KEY: unknown config key 'online_softmx'
 # VALUE: config key online_softmax: expected true or false, found 'maybe'
-# ENV: config key online_softmax_block: expected auto or an integer >= 0
+# ENV: config key online_softmax_block (from environment FLASHPROOF_ONLINE_SOFTMAX_BLOCK): expected auto or an integer >= 0
 # PINNED: config key online_softmax is pinned by profile reproducible
 # PROFILE: unknown profile 'fastest'
 
