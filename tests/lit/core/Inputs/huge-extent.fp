@@ -1,0 +1,3 @@
+routine r {
+  node x : f32[1048576, 1048576, 1048576] materialized input
+}

@@ -1,0 +1,3 @@
+routine r {
+  node x : f32[-4] materialized input
+}

@@ -1,0 +1,7 @@
+routine r {
+  node x : f32[4] materialized input
+  node y : f32[4] materialized output
+  scan t in 3..0 forward carry(p -> n : f32 = 0:f32) {
+    n := add.f32(p, x[t])
+  }
+}

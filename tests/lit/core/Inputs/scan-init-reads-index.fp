@@ -1,0 +1,7 @@
+routine r {
+  node x : f32[4] materialized input
+  node y : f32[4] materialized output
+  scan t in 0..3 forward carry(p -> n : f32 = x[t]) {
+    n := add.f32(p, x[t])
+  }
+}
