@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "core/ir.h"
+#include "core/numerics_c.h"
 
 namespace fp {
 
@@ -21,9 +22,9 @@ namespace fp {
 
 namespace detail {
 
-constexpr std::uint64_t kSignBit = 0x8000000000000000ull;
-constexpr std::uint64_t kExpMask = 0x7ff0000000000000ull;
-constexpr std::uint64_t kQuietBit = 0x0008000000000000ull;
+constexpr std::uint64_t kSignBit = FPC_SIGN_BIT;
+constexpr std::uint64_t kExpMask = FPC_EXP_MASK;
+constexpr std::uint64_t kQuietBit = FPC_QUIET_BIT;
 
 // 2^e as a double, for e in the normal range [-1022, 1023].
 constexpr double pow2(int e) {
@@ -32,51 +33,29 @@ constexpr double pow2(int e) {
 
 // Round-to-nearest-even of x to a binary format with `Prec` significand bits (implicit bit
 // included), minimum normal exponent `Emin` and maximum exponent `Emax`, gradual underflow and
-// overflow to ±inf. One rounding, straight from the double: the normal range rounds the bit
-// pattern (the carry into the exponent is the correct binade change), the subnormal range adds a
-// constant whose ulp is the target's subnormal quantum, which makes the double adder do the RNE.
+// overflow to ±inf (fpc_round_binary in core/numerics_c.h).
 template <int kPrecBits, int kEmin, int kEmax>
 inline double round_binary(double x) {
   static_assert(kPrecBits >= 2 && kPrecBits <= 51);
-  std::uint64_t u = std::bit_cast<std::uint64_t>(x);
-  const std::uint64_t sign = u & kSignBit;
-  std::uint64_t a = u ^ sign;
-  if (a >= kExpMask) {
-    // inf stays inf; NaN stays NaN, quieted.
-    return a == kExpMask ? x : std::bit_cast<double>(u | kQuietBit);
-  }
-  constexpr std::uint64_t kMinNormal = static_cast<std::uint64_t>(kEmin + 1023) << 52;
-  if (a < kMinNormal) {
-    constexpr double kShift = pow2(kEmin - kPrecBits + 1 + 52);
-    const double r = (std::bit_cast<double>(a) + kShift) - kShift;
-    return std::bit_cast<double>(std::bit_cast<std::uint64_t>(r) | sign);
-  }
-  constexpr int kDrop = 53 - kPrecBits;
-  constexpr std::uint64_t kLow = (std::uint64_t{1} << kDrop) - 1;
-  a += (kLow >> 1) + ((a >> kDrop) & 1);
-  a &= ~kLow;
-  constexpr std::uint64_t kOverflow = static_cast<std::uint64_t>(kEmax + 1 + 1023) << 52;
-  if (a >= kOverflow) a = kExpMask;
-  return std::bit_cast<double>(a | sign);
+  return fpc_round_binary(x, kPrecBits, kEmin, kEmax);
 }
 
 }  // namespace detail
 
+// The bodies live in core/numerics_c.h (plain C, shared verbatim with the generated C and CUDA
+// code); these wrappers are the C++ API.
 inline double round_f32(double x) {
-  return static_cast<double>(static_cast<float>(x));
+  return fpc_round_f32(x);
 }
 inline double round_f16(double x) {
-  return detail::round_binary<11, -14, 15>(x);
+  return fpc_round_f16(x);
 }
 inline double round_bf16(double x) {
-  return detail::round_binary<8, -126, 127>(x);
+  return fpc_round_bf16(x);
 }
 // float → i32: truncation toward zero, saturating, NaN → 0 (-0 becomes +0).
 inline double round_i32(double x) {
-  if (std::isnan(x)) return 0.0;
-  if (x >= 2147483647.0) return 2147483647.0;
-  if (x <= -2147483648.0) return -2147483648.0;
-  return std::trunc(x) + 0.0;
+  return fpc_round_i32(x);
 }
 
 // RNE to p (identity at f64). Also the conversion rule between precisions: a value of any
@@ -123,19 +102,20 @@ double fp_exp64(double x);
 
 namespace exp64 {
 // The constants of fp_exp64, exposed so code generators print exactly these (as %a literals).
+// (Defined once, in core/numerics_c.h.)
 constexpr int kTableBits = 6;  // N = 64 table entries 2^(j/64) = kTable[j][0] + kTable[j][1]
 extern const double kTable[64][2];
-constexpr double kInvLn2N = 0x1.71547652b82fep+6;  // RN(64/ln2)
-constexpr double kLn2NHi = 0x1.62e42fefap-7;       // ln2/64 to 36 bits: n·kLn2NHi is exact
-constexpr double kLn2NLo = 0x1.cf79abc9e3b3ap-46;  // RN(ln2/64 - kLn2NHi)
-constexpr double kShifter = 0x1.8p52;              // x + kShifter - kShifter rounds x to an integer
-constexpr double kA1 = 0x1p-1;                     // Taylor coefficients 1/2, 1/6, 1/24, 1/120, 1/720
-constexpr double kA2 = 0x1.5555555555555p-3;
-constexpr double kA3 = 0x1.5555555555555p-5;
-constexpr double kA4 = 0x1.1111111111111p-7;
-constexpr double kA5 = 0x1.6c16c16c16c17p-10;
-constexpr double kOverflowAbove = 710.0;    // exp(x) = +inf for x > this
-constexpr double kUnderflowBelow = -746.0;  // exp(x) = +0 for x < this
+constexpr double kInvLn2N = FPC_EXP64_INV_LN2N;  // RN(64/ln2)
+constexpr double kLn2NHi = FPC_EXP64_LN2N_HI;    // ln2/64 to 36 bits: n·kLn2NHi is exact
+constexpr double kLn2NLo = FPC_EXP64_LN2N_LO;    // RN(ln2/64 - kLn2NHi)
+constexpr double kShifter = FPC_EXP64_SHIFTER;   // x + kShifter - kShifter rounds x to an integer
+constexpr double kA1 = FPC_EXP64_A1;             // Taylor coefficients 1/2, 1/6, 1/24, 1/120, 1/720
+constexpr double kA2 = FPC_EXP64_A2;
+constexpr double kA3 = FPC_EXP64_A3;
+constexpr double kA4 = FPC_EXP64_A4;
+constexpr double kA5 = FPC_EXP64_A5;
+constexpr double kOverflowAbove = FPC_EXP64_OVERFLOW_ABOVE;    // exp(x) = +inf for x > this
+constexpr double kUnderflowBelow = FPC_EXP64_UNDERFLOW_BELOW;  // exp(x) = +0 for x < this
 }  // namespace exp64
 
 // ---- operations ------------------------------------------------------------------------------
@@ -153,14 +133,10 @@ double fma_narrow(Prec p, double a, double b, double c);
 
 // IEEE 754-2019 maximum/minimum: NaN propagates, max(-0, +0) = +0, min(-0, +0) = -0.
 inline double fmax_nan(double a, double b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return std::signbit(a) ? b : a;
-  return a > b ? a : b;
+  return fpc_fmax_nan(a, b);
 }
 inline double fmin_nan(double a, double b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return std::signbit(a) ? a : b;
-  return a < b ? a : b;
+  return fpc_fmin_nan(a, b);
 }
 
 }  // namespace fp

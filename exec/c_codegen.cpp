@@ -1,0 +1,848 @@
+// C code generation (exec/c_codegen.h): the top-level driver around the shared emitter — buffer
+// lifetimes per the plan, and the schedules docs/executors.md describes: OpenMP on parallel-safe
+// bands, reduction nests in lanes and rows (with packed tiles), bands with per-iteration state in
+// lanes (with gathers and panels), omp simd on pointwise nests. Each schedule's comment says why it
+// changes no value.
+
+#include "exec/c_codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/access_census.h"
+#include "core/diagnostic.h"
+#include "exec/codegen_emitter.h"
+#include "exec/numerics_text.h"
+
+namespace fp {
+
+namespace {
+
+using codegen::Aff;
+using codegen::Dialect;
+using codegen::Emitter;
+
+constexpr const char* kPrelude = R"(
+/* ---- executor support (exec/c_codegen.cpp) ---------------------------------------------- */
+#ifndef FPX_SUPPORT_DEFINED
+#define FPX_SUPPORT_DEFINED
+#define FPX_NAN fpc_from_bits(0x7ff8000000000000ull)
+#define FPX_INF fpc_from_bits(0x7ff0000000000000ull)
+#define FPX_NANF ((float)FPX_NAN)
+#define FPX_INFF ((float)FPX_INF)
+
+typedef struct fpx_ctx {
+  int64_t live;         /* bytes of node buffers live now (memory-report accounting) */
+  int64_t peak;         /* most bytes live at once */
+  int64_t failed_bytes; /* size of an allocation that failed */
+  int64_t threads;      /* worker threads for parallel loops */
+} fpx_ctx;
+
+static void fpx_account(fpx_ctx* ctx, int64_t bytes) {
+  ctx->live += bytes;
+  if (ctx->live > ctx->peak) ctx->peak = ctx->live;
+}
+/* Buffers are 64-byte aligned; from 4 MiB on, 2 MiB aligned and backed by transparent huge pages
+ * where the kernel offers them (a fresh buffer's page faults are otherwise a large part of its
+ * cost: the memory report's buffers are allocated on every run). */
+static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero) {
+  void* p = 0;
+  size_t n = (size_t)(bytes > 0 ? bytes : 1);
+  size_t align = n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
+  size_t rounded = (n + align - 1) / align * align;
+  if (posix_memalign(&p, align, rounded) != 0) {
+    ctx->failed_bytes = bytes;
+    return 0;
+  }
+#ifdef MADV_HUGEPAGE
+  if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  if (zero) memset(p, 0, n);
+  fpx_account(ctx, bytes);
+  return p;
+}
+static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes) {
+  free(p);
+  fpx_account(ctx, -bytes);
+}
+static inline fpc_i32 fpx_i32_max(fpc_i32 a, fpc_i32 b) { return a > b ? a : b; }
+static inline fpc_i32 fpx_i32_min(fpc_i32 a, fpc_i32 b) { return a < b ? a : b; }
+
+int fpx_abi_version(void) { return 1; }
+#endif /* FPX_SUPPORT_DEFINED */
+)";
+
+class CGenerator {
+ public:
+  CGenerator(const ProgramPlan& plan, const CCodegenOptions& opts)
+      : plan_(plan), opts_(opts), em_(plan, Dialect::C) {}
+
+  std::string run() {
+    std::string& o = em_.out();
+    o += fmt::format("/* flashproof compiled C: routine '{}' (exec/c_codegen.cpp). */\n",
+                     sanitize_comment(plan_.placed.name));
+    o += "#ifndef _GNU_SOURCE\n#define _GNU_SOURCE\n#endif\n#include <stdint.h>\n#include <stdlib.h>\n"
+         "#include <string.h>\n#include <math.h>\n#include <sys/mman.h>\n\n";
+    o += numerics_c_text();
+    o += kPrelude;
+    o += "\n";
+    em_.open(fmt::format("int {}(fpx_ctx* ctx, void** bufs)", opts_.entry));
+    em_.line("const int fpx_nt = (int)ctx->threads;");
+    em_.line("(void)fpx_nt;");
+    const auto& nodes = plan_.placed.nodes;
+    std::int64_t input_bytes = 0;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      if (plan_.is_virtual(n.name) || (plan_.span[i].first < 0 && !n.is_output)) continue;
+      if (stack_buffer(static_cast<int>(i))) continue;
+      if (n.is_input) {
+        em_.line(fmt::format("{}* restrict {} = ({}*)bufs[{}];", codegen::stype(n.prec), em_.buffer(n.name),
+                             codegen::stype(n.prec), i));
+        input_bytes += em_.node_bytes(n);
+      } else {
+        em_.line(fmt::format("{}* restrict {} = 0;", codegen::stype(n.prec), em_.buffer(n.name)));
+      }
+    }
+    if (input_bytes > 0) em_.line(fmt::format("fpx_account(ctx, {}LL);", input_bytes));
+    em_.push_scope();
+    if (plan_.top.empty()) {
+      // No statement: inputs and outputs are live at one position (the memory report's rule).
+      allocate(plan_.starting_at(0));
+    } else {
+      body(*plan_.placed.body);
+    }
+    em_.pop_scope();
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].is_output) em_.line(fmt::format("bufs[{}] = {};", i, em_.buffer(nodes[i].name)));
+    em_.line("return 0;");
+    // Allocation failure: free what this call allocated (outputs included) and report.
+    o += "fpx_fail:\n";
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      if (plan_.is_virtual(n.name) || n.is_input || plan_.span[i].first < 0 ||
+          stack_buffer(static_cast<int>(i)))
+        continue;
+      em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL);", em_.buffer(n.name), em_.node_bytes(n)));
+    }
+    em_.line("return 1;");
+    em_.close();
+    return o;
+  }
+
+ private:
+  static std::string sanitize_comment(const std::string& s) {
+    std::string out;
+    for (char c : s) out += (c >= 32 && c < 127 && c != '*' && c != '/' && c != '\\') ? c : '?';
+    return out;
+  }
+
+  bool stack_buffer(int i) const {
+    const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
+    const BufferSpan& s = plan_.span[static_cast<std::size_t>(i)];
+    return n.mode == MemMode::Local && !n.is_input && !n.is_output && s.first >= 0 && s.first == s.last &&
+           em_.node_bytes(n) <= opts_.stack_limit;
+  }
+
+  void allocate(const std::vector<int>& nodes) {
+    for (int i : nodes) {
+      const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
+      if (n.is_input || plan_.is_virtual(n.name) || stack_buffer(i)) continue;
+      const bool zero = plan_.top.empty() || !plan_.overwritten_first(i);
+      em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3});", em_.buffer(n.name),
+                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0));
+      em_.line(fmt::format("if (!{}) goto fpx_fail;", em_.buffer(n.name)));
+    }
+  }
+
+  void release(const std::vector<int>& nodes) {
+    for (int i : nodes) {
+      const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
+      if (plan_.is_virtual(n.name) || n.is_output || stack_buffer(i)) continue;
+      if (n.is_input) {
+        em_.line(fmt::format("fpx_account(ctx, -{}LL);  /* input '{}' no longer live */", em_.node_bytes(n),
+                             sanitize_comment(n.name)));
+        continue;
+      }
+      em_.line(fmt::format("fpx_release(ctx, {0}, {1}LL); {0} = 0;", em_.buffer(n.name), em_.node_bytes(n)));
+    }
+  }
+
+  void body(const Stmt& seq) {
+    for (const auto& s : seq.body) {
+      if (!s) continue;
+      if (s->kind == StmtKind::Seq) {
+        em_.open("");
+        em_.push_scope();
+        body(*s);
+        em_.pop_scope();
+        em_.close();
+        continue;
+      }
+      position(*s);
+    }
+  }
+
+  void position(const Stmt& s) {
+    const int p = plan_.position_of(&s);
+    FP_INTERNAL_CHECK(p >= 0, "top-level statement not in the plan");
+    allocate(plan_.starting_at(p));
+    std::vector<int> stack;
+    for (int i : plan_.starting_at(p))
+      if (stack_buffer(i)) stack.push_back(i);
+    if (!stack.empty()) {
+      em_.open("");
+      for (int i : stack) {
+        const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
+        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::stype(n.prec),
+                             em_.buffer(n.name), n.cell_count()));
+        em_.line(fmt::format("memset({}, 0, sizeof {});", em_.buffer(n.name), em_.buffer(n.name)));
+        em_.line(fmt::format("fpx_account(ctx, {}LL);", em_.node_bytes(n)));
+      }
+    }
+    if (!plan_.replayed[static_cast<std::size_t>(p)]) {
+      em_.line(fmt::format("/* statement {} */", p + 1));
+      top_statement(s);
+    }
+    if (!stack.empty()) {
+      for (int i : stack)
+        em_.line(fmt::format("fpx_account(ctx, -{}LL);",
+                             em_.node_bytes(plan_.placed.nodes[static_cast<std::size_t>(i)])));
+      em_.close();
+    }
+    release(plan_.ending_at(p));
+  }
+
+  std::string pragma(int collapse) const {
+    if (!opts_.parallel) return {};
+    return fmt::format("#pragma omp parallel for{} schedule(static) num_threads(fpx_nt) if(fpx_nt > 1)",
+                       collapse > 1 ? fmt::format(" collapse({})", collapse) : "");
+  }
+
+  void top_statement(const Stmt& s) {
+    std::optional<NestShape> shape = nest_shape(s);
+    if (shape && opts_.jam && !shape->reduced.empty()) {
+      reduction_nest(*shape);
+      return;
+    }
+    // Any other statement: the perfect chain of loops at its top; its first run of parallel-safe
+    // loops is a band of independent iterations.
+    std::vector<const Stmt*> chain = codegen::loop_chain(s);
+    const bool perfect = !chain.empty() && chain.back()->body.size() == 1 && chain.back()->body[0] &&
+                         chain.back()->body[0]->kind == StmtKind::Set;
+    int first = -1, count = 0;
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      if (codegen::parallel_safe(plan_, *chain[i])) {
+        if (first < 0) first = static_cast<int>(i);
+        ++count;
+      } else if (first >= 0) {
+        break;
+      }
+    }
+    // A band whose body keeps per-iteration state (locals, a scan) runs in lanes: statement by
+    // statement across a block of iterations (lane_band).
+    if (first >= 0 && opts_.jam && !perfect) {
+      const std::vector<const Stmt*> band(chain.begin() + first, chain.begin() + first + count);
+      const Stmt* widest = *std::max_element(band.begin(), band.end(), [](const Stmt* a, const Stmt* b) {
+        return a->to - a->from < b->to - b->from;
+      });
+      if (widest->to - widest->from + 1 >= 4 && has_state(band.back()->body)) {
+        lane_band(chain, static_cast<std::size_t>(first), band, widest);
+        return;
+      }
+    }
+    // Otherwise collapse the band, leaving the innermost loop of a perfect nest to the vectorizer.
+    simd_innermost_ = shape && shape->reduced.empty() && perfect;
+    if (first >= 0 && perfect && first + count == static_cast<int>(chain.size()) && count > 1) --count;
+    if (first >= 0) {
+      std::vector<const Stmt*> par(chain.begin() + first, chain.begin() + first + count);
+      if (codegen::trip_count(par) < 2) first = -1;
+    }
+    if (!opts_.parallel) first = -1;
+    if (first < 0 && !simd_innermost_) {
+      em_.stmt(s);
+      return;
+    }
+    loops(chain, 0, first, first < 0 ? 0 : count);
+    simd_innermost_ = false;
+  }
+
+  // ---- lanes: a band of independent iterations run statement by statement --------------------
+
+  // Per-iteration state: a local, or a scan, anywhere below.
+  static bool has_state(const std::vector<StmtP>& body) {
+    for (const auto& s : body) {
+      if (!s) continue;
+      if (s->kind == StmtKind::DeclareLocal || s->kind == StmtKind::SetLocal || s->kind == StmtKind::Scan)
+        return true;
+      if (has_state(s->body)) return true;
+    }
+    return false;
+  }
+
+  // A statement that runs whole inside one lane: a loop nest of stores only (its innermost loop is
+  // the vectorizer's), or a guard (control flow that differs between lanes).
+  static bool whole_per_lane(const Stmt& s) {
+    if (s.kind == StmtKind::If) return true;
+    if (s.kind != StmtKind::For) return false;
+    std::function<bool(const Stmt&)> plain = [&](const Stmt& t) {
+      if (t.kind == StmtKind::Set || t.kind == StmtKind::Comment || t.kind == StmtKind::Noop) return true;
+      if (t.kind != StmtKind::For) return false;
+      for (const auto& b : t.body)
+        if (b && !plain(*b)) return false;
+      return true;
+    };
+    return plain(s);
+  }
+
+  // The band's iterations are independent (parallel_safe: disjoint cells, no shared local), so the
+  // body may run for a block of `width` iterations ("lanes") one statement at a time instead of
+  // one iteration at a time: each local becomes an array over the lanes, each store or local
+  // assignment a loop over the lanes (vectorized: exp and friends on 16 values at once), loops and
+  // scans stay scalar around them (their bounds are constants, the same in every lane), and a guard
+  // or a plain store nest runs whole inside one lane. Every lane computes exactly what its
+  // iteration computed, in the same order within the lane.
+  void lane_band(const std::vector<const Stmt*>& chain, std::size_t first,
+                 const std::vector<const Stmt*>& band, const Stmt* lane) {
+    for (std::size_t i = 0; i < first; ++i) {
+      em_.open(em_.loop_header(*chain[i]));
+      em_.push_scope();
+    }
+    std::vector<const Stmt*> others;
+    for (const Stmt* l : band)
+      if (l != lane) others.push_back(l);
+    const int width = 16;
+    const std::int64_t blocks = (lane->to - lane->from + 1 + width - 1) / width;
+    em_.open("");
+    if (opts_.parallel && saturating_mul(codegen::trip_count(others), blocks) >= 2)
+      em_.line(pragma(static_cast<int>(others.size()) + 1));
+    for (const Stmt* l : others) em_.line(em_.loop_header(*l));
+    lane_block_loop(lane, width, blocks, [&](const std::string& nl) {
+      lane_ = LaneCtx{lane, nl, width};
+      band_writes_ = written_nodes(*band.front());
+      em_.push_scope();
+      lane_list(band.back()->body);
+      em_.pop_scope();
+      lane_.reset();
+    });
+    for (const Stmt* l : others) em_.unbind_sym(l->sym);
+    em_.close();
+    for (std::size_t i = first; i-- > 0;) {
+      em_.pop_scope();
+      em_.close();
+      em_.unbind_sym(chain[i]->sym);
+    }
+  }
+
+  struct LaneCtx {
+    const Stmt* lane;
+    std::string nl;
+    int width;
+  };
+  struct LaneLocal {
+    std::string name, array;
+    Prec prec;
+  };
+
+  // Opens `for (j < nl)` with the lane symbol bound; returns j.
+  // The lane locals in scope are bound to "array[j]" inside it (in declaration order, so a later
+  // declaration shadows an earlier one of the same name).
+  // A simd lane loop's strided loads are gathered by separate loops first (Emitter::begin_hoist):
+  // its body is emitted aside and placed after them.
+  std::string open_lanes(bool simd) {
+    const std::string j = em_.fresh("j");
+    lane_simd_.push_back(simd);
+    if (simd) {
+      std::set<std::string> outer = em_.bound_variables();
+      outer.insert(lane_block_);
+      em_.begin_hoist(j, lane_->nl, lane_->width, std::move(outer));
+      held_.emplace_back();
+      held_.back().swap(em_.out());
+    }
+    if (simd && opts_.parallel) em_.line("#pragma omp simd");
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, lane_->nl));
+    em_.bind_sym(lane_->lane->sym, Aff{{{lane_block_, lane_->width}, {j, 1}}, lane_->lane->from});
+    em_.push_scope();
+    for (const LaneLocal& l : lane_locals_) em_.bind_local(l.name, fmt::format("{}[{}]", l.array, j), l.prec);
+    return j;
+  }
+  void close_lanes() {
+    em_.pop_scope();
+    em_.unbind_sym(lane_->lane->sym);
+    em_.close();
+    const bool simd = lane_simd_.back();
+    lane_simd_.pop_back();
+    if (simd) {
+      std::string body;
+      body.swap(em_.out());
+      em_.out().swap(held_.back());
+      held_.pop_back();
+      for (const std::string& l : em_.end_hoist()) em_.line(l);
+      em_.out() += body;
+    }
+  }
+
+  // A forward scalar loop around lane statements, strip-mined into chunks of kChunk iterations so
+  // that loads contiguous along it and strided across the lanes come from panels filled once per
+  // chunk (Emitter::begin_panel). The iterations still run in order: only the loads move.
+  static constexpr int kChunk = 64;
+  void panel_loop(const Stmt& loop, const std::function<void()>& body) {
+    const std::string t = em_.fresh_named('s', loop.sym);
+    const std::string t0 = em_.fresh("t0"), cnt = em_.fresh("tn");
+    std::set<std::string> outer = em_.bound_variables();
+    outer.insert(lane_block_);
+    em_.begin_panel(t, t0, cnt, kChunk, lane_->nl, lane_->width, outer, band_writes_);
+    em_.bind_sym(loop.sym, Aff{{{t, 1}}, 0});
+    std::string held;
+    held.swap(em_.out());
+    const std::string marker = fmt::format("/*@@panel-fills-{}@@*/", t);
+    em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} <= {2}; {0} += {3})", t0, loop.from, loop.to, kChunk));
+    em_.line(fmt::format("const fpc_i64 {0} = {1} - {2} + 1 < {3} ? {1} - {2} + 1 : {3};", cnt, loop.to, t0,
+                         kChunk));
+    em_.line(marker);
+    em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} < {1} + {2}; ++{0})", t, t0, cnt));
+    body();
+    em_.close();
+    em_.close();
+    em_.unbind_sym(loop.sym);
+    auto [decls, fills] = em_.end_panel();
+    std::string text;
+    text.swap(em_.out());
+    em_.out().swap(held);
+    for (const auto& d : decls) em_.line(d);
+    std::string fill_text;
+    const std::size_t at = text.find(marker);
+    std::string indent;
+    for (std::size_t k = text.rfind('\n', at) + 1; k < at && text[k] == ' '; ++k) indent += ' ';
+    for (const auto& f : fills) fill_text += (fill_text.empty() ? "" : "\n" + indent) + f;
+    text.replace(at, marker.size(), fill_text);
+    em_.out() += text;
+  }
+
+  // A statement list is a scope: the lane locals it declares end with it.
+  void lane_list(const std::vector<StmtP>& body) {
+    const std::size_t mark = lane_locals_.size();
+    for (const auto& s : body)
+      if (s) lane_stmt(*s);
+    lane_locals_.resize(mark);
+  }
+
+  void lane_stmt(const Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::Seq:
+        em_.open("");
+        em_.push_scope();
+        lane_list(s.body);
+        em_.pop_scope();
+        em_.close();
+        return;
+      case StmtKind::Comment:
+      case StmtKind::Noop:
+        return;
+      case StmtKind::DeclareLocal: {
+        const std::string c = em_.fresh_named('l', s.name);
+        em_.line(fmt::format("{} {}[{}];", codegen::ctype(s.prec, Dialect::C), c, lane_->width));
+        const std::string j = open_lanes(true);
+        em_.line(fmt::format("{}[{}] = {};", c, j, em_.literal(0.0, s.prec)));
+        close_lanes();
+        lane_locals_.push_back({s.name, c, s.prec});
+        return;
+      }
+      case StmtKind::For:
+        if (s.is_dead_loop()) return;
+        if (!whole_per_lane(s)) {
+          panel_loop(s, [&] {
+            em_.push_scope();
+            lane_list(s.body);
+            em_.pop_scope();
+          });
+          return;
+        }
+        [[fallthrough]];
+      case StmtKind::If: {
+        open_lanes(false);
+        em_.stmt(s);
+        close_lanes();
+        return;
+      }
+      case StmtKind::Set:
+      case StmtKind::SetLocal:
+      case StmtKind::Zero: {
+        open_lanes(true);
+        em_.stmt(s);
+        close_lanes();
+        return;
+      }
+      case StmtKind::Scan: {
+        if (s.is_dead_loop()) return;
+        em_.open("");
+        std::vector<std::string> prev, next;
+        for (const Carried& c : s.carried) {
+          prev.push_back(em_.fresh_named('l', c.prev));
+          em_.line(fmt::format("{} {}[{}];", codegen::ctype(c.prec, Dialect::C), prev.back(), lane_->width));
+        }
+        {
+          const std::string j = open_lanes(true);
+          for (std::size_t i = 0; i < s.carried.size(); ++i) {
+            const Carried& c = s.carried[i];
+            em_.line(
+                fmt::format("{}[{}] = {};", prev[i], j, em_.convert(em_.expr(c.init), c.init->prec, c.prec)));
+          }
+          close_lanes();
+        }
+        auto step = [&] {
+          em_.push_scope();
+          const std::size_t mark = lane_locals_.size();
+          for (std::size_t i = 0; i < s.carried.size(); ++i) {
+            const Carried& c = s.carried[i];
+            next.push_back(em_.fresh_named('l', c.next));
+            em_.line(
+                fmt::format("{} {}[{}];", codegen::ctype(c.prec, Dialect::C), next.back(), lane_->width));
+            lane_locals_.push_back({c.prev, prev[i], c.prec});
+            lane_locals_.push_back({c.next, next[i], c.prec});
+          }
+          lane_list(s.body);
+          {
+            const std::string j = open_lanes(true);
+            for (std::size_t i = 0; i < s.carried.size(); ++i)
+              em_.line(fmt::format("{0}[{1}] = {2}[{1}];", prev[i], j, next[i]));
+            close_lanes();
+          }
+          lane_locals_.resize(mark);
+          em_.pop_scope();
+        };
+        if (s.dir == ScanDir::Forward) {
+          panel_loop(s, step);
+        } else {
+          em_.open(em_.loop_header(s));
+          step();
+          em_.close();
+          em_.unbind_sym(s.sym);
+        }
+        em_.close();
+        return;
+      }
+    }
+  }
+
+  // Emits chain[k..] with a parallel pragma collapsing chain[first .. first+count-1].
+  void loops(const std::vector<const Stmt*>& chain, std::size_t k, int first, int count) {
+    if (k == chain.size()) {
+      em_.stmt_list(chain.back()->body);
+      return;
+    }
+    const Stmt& l = *chain[k];
+    const int ki = static_cast<int>(k);
+    if (ki == first) em_.line(pragma(count));
+    if (simd_innermost_ && k + 1 == chain.size() && !(ki >= first && ki < first + count) && opts_.parallel)
+      em_.line("#pragma omp simd");
+    const bool bare = ki >= first && ki < first + count - 1;  // collapsed loops: nothing in between
+    if (bare) {
+      em_.line(em_.loop_header(l));
+      em_.push_scope();
+      loops(chain, k + 1, first, count);
+      em_.pop_scope();
+    } else {
+      em_.open(em_.loop_header(l));
+      em_.push_scope();
+      loops(chain, k + 1, first, count);
+      em_.pop_scope();
+      em_.close();
+    }
+    em_.unbind_sym(l.sym);
+  }
+
+  // A reduction nest (exec/program_plan.h NestShape) — the cell of every target iteration is
+  // independent and sees its reduced iterations in the original order whatever the schedule, so:
+  //  - a "lane" target loop L (unit stride in the stored node when one has it) runs in blocks of
+  //    16 (8 for double-carried values) as an `omp simd` loop around the reduced loops, each lane
+  //    keeping its cell in a scalar (outer-loop vectorization);
+  //  - a second target loop U is unrolled by 4 inside the lanes (4 independent cells per lane:
+  //    latency hidden, operands invariant along U loaded once);
+  //  - an operand read with a non-unit stride along L and not depending on U is packed once per
+  //    L block into a stack tile (transposed: lanes contiguous) and reused for every U iteration;
+  //  - the other target loops stay outside, and the outermost loops run in parallel.
+  // Values are untouched: each cell's value is the same expression on the same operands in the
+  // same order (packing copies values; lanes and rows are distinct cells).
+  void reduction_nest(const NestShape& shape) {
+    const Stmt& set = *shape.nest.set;
+    const Node& w = plan_.node(set.name);
+    auto extent = [](const Stmt* l) { return l->to - l->from + 1; };
+    // The lane loop: unit stride in w, else the largest extent.
+    const Stmt* lane = nullptr;
+    for (const Stmt* t : shape.target) {
+      if (extent(t) < 2) continue;
+      const std::int64_t st = flat_coefficient(w, set.indices, t->sym);
+      if (!lane || (st == 1 && flat_coefficient(w, set.indices, lane->sym) != 1) ||
+          (st != 1 && flat_coefficient(w, set.indices, lane->sym) != 1 && extent(t) > extent(lane)))
+        lane = t;
+    }
+    const Stmt* row = nullptr;
+    for (const Stmt* t : shape.target)
+      if (t != lane && extent(t) >= 2 && (!row || extent(t) >= extent(row))) row = t;
+    std::vector<const Stmt*> outer;
+    for (const Stmt* t : shape.target)
+      if (t != lane && t != row) outer.push_back(t);
+    const char* ct = codegen::ctype(w.prec, Dialect::C);
+    em_.open("");
+    if (!lane) {
+      // Every target loop has one iteration (or there are none): one cell at a time.
+      for (const Stmt* l : outer) em_.open(em_.loop_header(*l));
+      scalar_cell(shape, w);
+      for (std::size_t i = outer.size(); i-- > 0;) {
+        em_.close();
+        em_.unbind_sym(outer[i]->sym);
+      }
+      em_.close();
+      return;
+    }
+    const int width = std::string(ct) == "double" ? 8 : 16;
+    const std::int64_t lane_blocks = (extent(lane) + width - 1) / width;
+    const int unroll = row && extent(row) >= 4 ? 4 : 1;
+    // Operands to pack: direct reads with a non-unit stride along the lane loop that do not depend
+    // on the row loop, while the tile (lanes x reduced iterations) fits the stack budget.
+    std::int64_t reduced_trips = codegen::trip_count(shape.reduced);
+    std::vector<const Expr*> packed;
+    if (row) {
+      std::vector<const Expr*> reads;
+      collect_reads(set.value, reads);
+      std::int64_t budget = opts_.stack_limit;
+      for (const Expr* g : reads) {
+        if (g->name == w.name || plan_.is_virtual(g->name)) continue;
+        const Node& x = plan_.node(g->name);
+        const std::int64_t st = flat_coefficient(x, g->indices, lane->sym);
+        bool on_row = false;
+        for (const auto& idx : g->indices) on_row = on_row || idx.mentions(row->sym);
+        const std::int64_t bytes = saturating_mul(reduced_trips, width) * 8;
+        if (st == 0 || st == 1 || on_row || bytes > budget) continue;
+        budget -= bytes;
+        packed.push_back(g);
+      }
+    }
+    const bool lane_first = !packed.empty();  // tiles are reused across the row loop inside
+    const std::int64_t row_blocks = row ? extent(row) / unroll : 0;
+    const bool has_rest = row && row_blocks * unroll < extent(row);
+    // Two passes when the row loop has a remainder and comes first: full row blocks, then the rest.
+    for (int pass = 0; pass < (!lane_first && has_rest ? 2 : 1); ++pass) {
+      const bool rest_pass = pass == 1;
+      const std::int64_t first_trips =
+          lane_first || !row ? lane_blocks : (rest_pass ? extent(row) - row_blocks * unroll : row_blocks);
+      if (first_trips < 1) continue;
+      const bool parallel = opts_.parallel && saturating_mul(codegen::trip_count(outer), first_trips) >= 2;
+      if (parallel) em_.line(pragma(static_cast<int>(outer.size()) + 1));
+      for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
+      if (lane_first || !row) {
+        lane_block_loop(lane, width, lane_blocks, [&](const std::string& nl) {
+          pack_tiles(packed, shape, lane, width, nl);
+          if (row) {
+            if (row_blocks > 0) {
+              const std::string rb = em_.fresh("rb");
+              em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", rb, row_blocks));
+              lanes(shape, w, lane, nl, width, row, Aff{{{rb, unroll}}, row->from}, unroll, packed);
+              em_.close();
+            }
+            if (has_rest) {
+              const std::string rr = em_.fresh("rr");
+              em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} <= {2}; ++{0})", rr,
+                                   row->from + row_blocks * unroll, row->to));
+              lanes(shape, w, lane, nl, width, row, Aff{{{rr, 1}}, 0}, 1, packed);
+              em_.close();
+            }
+          } else {
+            lanes(shape, w, lane, nl, width, nullptr, Aff{}, 1, packed);
+          }
+        });
+      } else {
+        const std::string rb = em_.fresh(rest_pass ? "rr" : "rb");
+        Aff row_aff =
+            rest_pass ? Aff{{{rb, 1}}, row->from + row_blocks * unroll} : Aff{{{rb, unroll}}, row->from};
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", rb, first_trips));
+        lane_block_loop(lane, width, lane_blocks, [&](const std::string& nl) {
+          lanes(shape, w, lane, nl, width, row, row_aff, rest_pass ? 1 : unroll, packed);
+        });
+        em_.close();
+      }
+      for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
+      if (!outer.empty()) {
+        // The collapsed headers carry no braces; the block loop's braces closed above.
+      }
+    }
+    em_.close();
+  }
+
+  // for (tb) { nl = lanes in this block; body(nl) } with the lane loop's symbol left to lanes().
+  void lane_block_loop(const Stmt* lane, int width, std::int64_t blocks,
+                       const std::function<void(const std::string&)>& body) {
+    lane_block_ = em_.fresh("lb");
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", lane_block_, blocks));
+    const std::string nl = em_.fresh("nl");
+    const std::int64_t e = lane->to - lane->from + 1;
+    em_.line(fmt::format("const fpc_i64 {0} = {1}LL - {2} * {3} < {2} ? {1}LL - {2} * {3} : {2};", nl, e,
+                         width, lane_block_));
+    body(nl);
+    em_.close();
+  }
+
+  // Copies each packed read, for every lane of the block and every reduced iteration, into a
+  // stack tile laid out [reduced iteration][lane].
+  void pack_tiles(const std::vector<const Expr*>& packed, const NestShape& shape, const Stmt* lane, int width,
+                  const std::string& nl) {
+    tiles_.clear();
+    for (const Expr* g : packed) {
+      const Node& x = plan_.node(g->name);
+      const std::string tile = em_.fresh("tile");
+      tiles_[g] = tile;
+      const std::int64_t trips = codegen::trip_count(shape.reduced);
+      em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(x.prec, Dialect::C),
+                           tile, trips * width));
+      for (const Stmt* r : shape.reduced) em_.open(em_.loop_header(*r));
+      const std::string j = em_.fresh("j");
+      em_.bind_sym(lane->sym, Aff{{{lane_block_, width}, {j, 1}}, lane->from});
+      Aff at = reduced_linear(shape);
+      for (auto& [v, c] : at.terms) c *= width;
+      at.off *= width;
+      at.terms[j] += 1;
+      em_.line(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0}) {2}[{3}] = {4};", j, nl, tile, at.str(),
+                           em_.load(x, em_.offset(x, g->indices))));
+      em_.unbind_sym(lane->sym);
+      for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+        em_.close();
+        em_.unbind_sym((*it)->sym);
+      }
+    }
+  }
+
+  // Σ (r - from) · (product of the later reduced extents): the reduced iteration's tile row.
+  Aff reduced_linear(const NestShape& shape) const {
+    Aff a;
+    std::int64_t mult = 1;
+    for (std::size_t k = shape.reduced.size(); k-- > 0;) {
+      const Stmt* r = shape.reduced[k];
+      Aff v = em_.index_aff(Index::iter(r->sym));
+      for (const auto& [var, c] : v.terms) a.terms[var] += c * mult;
+      a.off += (v.off - r->from) * mult;
+      mult *= r->to - r->from + 1;
+    }
+    return a;
+  }
+
+  // The omp-simd lane loop: `rows` cells per lane (row symbol = row_aff + k), each loaded, carried
+  // through the reduced loops in a scalar, stored.
+  void lanes(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& nl, int width,
+             const Stmt* row, const Aff& row_aff, int rows, const std::vector<const Expr*>& packed) {
+    const Stmt& set = *shape.nest.set;
+    const std::string j = em_.fresh("j");
+    if (opts_.parallel) em_.line("#pragma omp simd");
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
+    em_.bind_sym(lane->sym, Aff{{{lane_block_, width}, {j, 1}}, lane->from});
+    std::vector<std::string> acc(static_cast<std::size_t>(rows));
+    std::vector<Aff> offs;
+    const char* ct = codegen::ctype(w.prec, Dialect::C);
+    for (int k = 0; k < rows; ++k) {
+      if (row) {
+        Aff ra = row_aff;
+        ra.off += k;
+        em_.bind_sym(row->sym, ra);
+      }
+      acc[static_cast<std::size_t>(k)] = em_.fresh("a");
+      offs.push_back(em_.offset(w, set.indices));
+      em_.line(fmt::format("{} {} = {};", ct, acc[static_cast<std::size_t>(k)], em_.load(w, offs.back())));
+    }
+    for (const Stmt* r : shape.reduced) {
+      em_.open(em_.loop_header(*r));
+      em_.push_scope();
+    }
+    if (!packed.empty()) {
+      Aff at = reduced_linear(shape);
+      for (auto& [v, c] : at.terms) c *= width;
+      at.off *= width;
+      at.terms[j] += 1;
+      for (const Expr* g : packed) em_.substitute_read(g, fmt::format("{}[{}]", tiles_.at(g), at.str()));
+    }
+    for (int k = 0; k < rows; ++k) {
+      if (row) {
+        Aff ra = row_aff;
+        ra.off += k;
+        em_.bind_sym(row->sym, ra);
+      }
+      em_.substitute(w.name, acc[static_cast<std::size_t>(k)]);
+      const std::string v = em_.convert(em_.expr(set.value), set.value->prec, w.prec);
+      em_.line(fmt::format("{} = {};", acc[static_cast<std::size_t>(k)], v));
+      em_.unsubstitute(w.name);
+    }
+    em_.clear_read_substitutions();
+    for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+      em_.pop_scope();
+      em_.close();
+      em_.unbind_sym((*it)->sym);
+    }
+    for (int k = 0; k < rows; ++k)
+      em_.line(em_.store(w, offs[static_cast<std::size_t>(k)], acc[static_cast<std::size_t>(k)]));
+    if (row) em_.unbind_sym(row->sym);
+    em_.unbind_sym(lane->sym);
+    em_.close();
+  }
+
+  static void collect_reads(const ExprP& e, std::vector<const Expr*>& out) {
+    if (!e) return;
+    if (e->kind == ExprKind::Get) out.push_back(e.get());
+    for (const auto& a : e->args) collect_reads(a, out);
+  }
+
+  // The coefficient of `sym` in the flat offset of n[indices].
+  static std::int64_t flat_coefficient(const Node& n, const std::vector<Index>& indices,
+                                       const std::string& sym) {
+    std::int64_t stride = 1, c = 0;
+    for (std::size_t k = n.dims.size(); k-- > 0;) {
+      for (const auto& t : indices[k].terms)
+        if (t.sym == sym) c += t.coef * stride;
+      stride *= n.dims[k];
+    }
+    return c;
+  }
+
+  // One cell (every target symbol bound): load, the reduced loops on a scalar, store.
+  void scalar_cell(const NestShape& shape, const Node& w) {
+    const Stmt& set = *shape.nest.set;
+    const std::string a = em_.fresh("a");
+    const Aff off = em_.offset(w, set.indices);
+    em_.line(fmt::format("{} {} = {};", codegen::ctype(w.prec, Dialect::C), a, em_.load(w, off)));
+    for (const Stmt* r : shape.reduced) {
+      em_.open(em_.loop_header(*r));
+      em_.push_scope();
+    }
+    em_.substitute(w.name, a);
+    em_.line(fmt::format("{} = {};", a, em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
+    em_.unsubstitute(w.name);
+    for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+      em_.pop_scope();
+      em_.close();
+      em_.unbind_sym((*it)->sym);
+    }
+    em_.line(em_.store(w, off, a));
+  }
+
+  const ProgramPlan& plan_;
+  CCodegenOptions opts_;
+  Emitter em_;
+  std::string lane_block_;                    // the current lane block's loop variable
+  std::optional<LaneCtx> lane_;               // inside lane_band
+  std::vector<LaneLocal> lane_locals_;        // lane locals in scope, in declaration order
+  std::vector<bool> lane_simd_;               // open lane loops: simd (with gathers hoisted)?
+  std::vector<std::string> held_;             // output held while a lane loop's body is emitted
+  std::set<std::string> band_writes_;         // nodes the current lane band writes (never panelled)
+  bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
+  std::map<const Expr*, std::string> tiles_;  // packed reads of the current block
+};
+
+}  // namespace
+
+std::string generate_c(const ProgramPlan& plan, const CCodegenOptions& opts) {
+  return CGenerator(plan, opts).run();
+}
+
+}  // namespace fp

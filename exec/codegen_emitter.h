@@ -1,0 +1,179 @@
+#pragma once
+// The statement and expression emitter shared by the C and the CUDA generators (internal to exec/).
+// It turns IR into C99 (or CUDA C++) that computes exactly core/ir.h's SEMANTICS:
+//
+//  - values: f64 as double, f32 as float (IEEE single; every f32 operation is one float operation,
+//    which equals the interpreter's binary64-then-round by the double-rounding theorem, 53 >= 2*24+2),
+//    f16 and bf16 as double holding the exact value, rounded after every operation with
+//    core/numerics_c.h (the interpreter's own functions), i32 as int32 with numerics_c.h's wrapping
+//    rules; conversions are numerics_c.h's; exp is fpc_exp64; fma is C's fma at f64 and
+//    fpc_fma_narrow below;
+//  - storage: every buffer holds cells at the node's width (f16/bf16 as their 16-bit patterns),
+//    so the bytes allocated are the memory report's;
+//  - locals are C locals (a fresh C name per declaration, so shadowing and redeclaration follow the
+//    IR's scoping exactly); scans are loops with carried locals rotated after the body;
+//  - a read of a virtual node replays its definition at the read (pointwise: the value with the
+//    definition's loop symbols bound to the read's indices; reduction: the fill, then the
+//    accumulation over the reduced loops in their order, in a scalar), converted to the node's
+//    precision exactly as the store would have been.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exec/program_plan.h"
+
+namespace fp::codegen {
+
+enum class Dialect { C, Cuda };
+
+// An affine integer expression over C variables: Σ coef·var + off.
+struct Aff {
+  std::map<std::string, std::int64_t> terms;
+  std::int64_t off = 0;
+  std::string str() const;
+};
+
+const char* ctype(Prec p, Dialect d);  // the type a value of precision p is carried in
+const char* stype(Prec p);             // the type of one stored cell
+
+class Emitter {
+ public:
+  Emitter(const ProgramPlan& plan, Dialect dialect) : plan_(plan), dialect_(dialect) {}
+
+  // Text output.
+  std::string& out() { return out_; }
+  void line(const std::string& s);
+  void open(const std::string& s);  // "s {" and indent
+  void close(const std::string& s = "}");
+  int indent() const { return indent_; }
+
+  std::string fresh(const std::string& base);  // t12, i3, ...
+  std::string fresh_named(char prefix, const std::string& name);
+
+  // The C pointer variable holding node `name`'s buffer.
+  std::string buffer(const std::string& name) const;
+  std::int64_t node_bytes(const Node& n) const;
+
+  // Loop symbol bindings.
+  void bind_sym(const std::string& sym, Aff a) { env_[sym] = std::move(a); }
+  void unbind_sym(const std::string& sym) { env_.erase(sym); }
+  Aff index_aff(const Index& idx) const;
+  // Flat cell offset of node[indices] under the current bindings.
+  Aff offset(const Node& n, const std::vector<Index>& indices) const;
+
+  // Local scopes.
+  void push_scope() { scopes_.emplace_back(); }
+  void pop_scope() { scopes_.pop_back(); }
+  // Declares a local (fresh C name) in the innermost scope and returns the C name.
+  std::string declare_local(const std::string& name, Prec p);
+  void bind_local(const std::string& name, const std::string& cname, Prec p);
+
+  // A node read replaced by a C lvalue (the scalar a reduction is kept in).
+  void substitute(const std::string& node, std::string lvalue) { subst_[node] = std::move(lvalue); }
+  void unsubstitute(const std::string& node) { subst_.erase(node); }
+  // Gather hoisting, for a loop over lanes `j` (exec/c_codegen.cpp lane loops): while active, a
+  // load whose offset has a stride other than 0 or 1 in `j` and otherwise only variables from
+  // `outer` is read from a lane array filled by a separate loop emitted before the lane loop (a
+  // plain strided copy vectorizes; the same load inside a loop of exp and friends keeps the whole
+  // loop scalar). end_hoist() returns those lines.
+  void begin_hoist(const std::string& j, const std::string& count, int width, std::set<std::string> outer);
+  std::vector<std::string> end_hoist();
+  // Panels, for a scalar loop (variable `t`) around lane loops: a load inside a lane loop whose
+  // offset has stride 1 in `t`, a stride other than 0 or 1 in the lane variable, and otherwise only
+  // variables from `outer`, is read from a panel [chunk][lanes] filled once per chunk of `t` with
+  // row-contiguous reads (a gather per iteration of `t` would touch `lanes` lines each time, all
+  // in one cache set when the row stride is a multiple of 4 KiB). end_panel() returns the panel
+  // declarations and the fill loops (for the top of each chunk).
+  // Nodes in `written` (those the enclosing band writes) are never panelled: a panel is filled
+  // before the chunk's iterations run, so it would miss what they write.
+  void begin_panel(const std::string& t, const std::string& t0, const std::string& count, int chunk,
+                   const std::string& lanes, int width, std::set<std::string> outer,
+                   std::set<std::string> written);
+  std::pair<std::vector<std::string>, std::vector<std::string>> end_panel();
+
+  // The C variables the current symbol bindings use.
+  std::set<std::string> bound_variables() const;
+
+  // One particular read (an Expr of the routine) replaced by a C rvalue (a packed copy).
+  void substitute_read(const Expr* read, std::string rvalue) { read_subst_[read] = std::move(rvalue); }
+  void clear_read_substitutions() { read_subst_.clear(); }
+
+  // Expressions: returns C text of ctype(e->prec); replays of virtual reductions emit statements
+  // at the current position first.
+  std::string expr(const ExprP& e);
+  std::string convert(const std::string& code, Prec from, Prec to) const;
+  std::string literal(double v, Prec p) const;
+  std::string load(const Node& n, const Aff& off);
+  std::string store(const Node& n, const Aff& off, const std::string& value) const;  // a statement
+
+  // Statements (any depth). A loop may carry a pragma line emitted just before it.
+  void stmt(const Stmt& s);
+  void stmt_list(const std::vector<StmtP>& body);
+  // "for (fpc_i64 v = from; v <= to; ++v)" header for loop `s` bound to a fresh variable; returns it.
+  std::string loop_header(const Stmt& s);
+  void zero_node(const Node& n);
+
+  const ProgramPlan& plan() const { return plan_; }
+  Dialect dialect() const { return dialect_; }
+
+ private:
+  struct LocalVar {
+    std::string cname;
+    Prec prec;
+  };
+  const LocalVar& find_local(const std::string& name) const;
+  std::string replay(const Node& n, const std::vector<Index>& read);
+  std::string unary(const Expr& e);
+  std::string binary(const Expr& e);
+  std::string ternary(const Expr& e);
+
+  const ProgramPlan& plan_;
+  Dialect dialect_;
+  std::string out_;
+  int indent_ = 0;
+  int counter_ = 0;
+  std::map<std::string, Aff> env_;
+  std::vector<std::map<std::string, LocalVar>> scopes_;
+  std::map<std::string, std::string> subst_;
+  std::map<const Expr*, std::string> read_subst_;
+  struct Hoist {
+    std::string j, count;
+    int width = 16;
+    std::set<std::string> outer;
+    std::vector<std::string> lines;
+    std::map<std::string, std::string> memo;  // load text -> lane array
+  };
+  std::optional<Hoist> hoist_;
+  struct Panel {
+    std::string t, t0, count, lanes;
+    int chunk = 64, width = 16;
+    std::set<std::string> outer;
+    std::set<std::string> written;
+    std::vector<std::string> decls, fills;
+    std::map<std::string, std::string> memo;  // load text -> panel name
+  };
+  std::vector<Panel> panels_;
+  std::string raw_load(const Node& n, const Aff& off) const;
+  mutable int hoist_counter_ = 0;
+};
+
+// ---- loop analysis shared by the generators ------------------------------------------------
+
+// The perfect chain of `for` loops at the top of a statement: s, its only child if that is a
+// live `for`, and so on.
+std::vector<const Stmt*> loop_chain(const Stmt& s);
+// True when the iterations of `loop` (a `for` at the top of or inside a top-level statement) touch
+// disjoint cells of every node written inside it and write no local declared outside it: every
+// access to a node written inside has, at one common axis, the plain iterator of loop's symbol; no
+// `zero` inside; nothing read through a virtual node's replay is written inside.
+bool parallel_safe(const ProgramPlan& plan, const Stmt& loop);
+
+// The product of the loops' extents (saturating).
+std::int64_t trip_count(const std::vector<const Stmt*>& loops);
+
+}  // namespace fp::codegen

@@ -1,0 +1,119 @@
+// The f32 FMA-throughput kernel (exec/cpu_peak.h).
+
+#include "exec/cpu_peak.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "exec/c_executor.h"
+#include "exec/jit.h"
+
+namespace fp {
+
+namespace {
+
+// 16 independent accumulator chains per thread (enough to cover FMA latency x ports on current
+// x86 cores); each iteration is 16 vector FMAs. The result is summed and returned so nothing is
+// dead code.
+constexpr const char* kKernel = R"(
+#include <stdint.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define FPX_LANES 16
+typedef __m512 fpx_v;
+#define FPX_SET1(x) _mm512_set1_ps(x)
+#define FPX_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+static float fpx_hsum(fpx_v v) { return _mm512_reduce_add_ps(v); }
+const char* fpx_peak_kind(void) { return "avx512 fma"; }
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define FPX_LANES 8
+typedef __m256 fpx_v;
+#define FPX_SET1(x) _mm256_set1_ps(x)
+#define FPX_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+static float fpx_hsum(fpx_v v) {
+  float t[8];
+  _mm256_storeu_ps(t, v);
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+const char* fpx_peak_kind(void) { return "avx2 fma"; }
+#else
+#include <math.h>
+#define FPX_LANES 1
+typedef float fpx_v;
+#define FPX_SET1(x) (x)
+#define FPX_FMA(a, b, c) fmaf(a, b, c)
+static float fpx_hsum(fpx_v v) { return v; }
+const char* fpx_peak_kind(void) { return "scalar fmaf"; }
+#endif
+
+int fpx_peak_lanes(void) { return FPX_LANES; }
+
+/* Runs `iters` iterations of 16 FMAs on each of `threads` threads; returns a checksum. */
+float fpx_peak_run(int64_t iters, int threads) {
+  float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    fpx_v b = FPX_SET1(0.999999f), c = FPX_SET1(1e-7f);
+    fpx_v a0 = FPX_SET1(1.0f), a1 = FPX_SET1(1.1f), a2 = FPX_SET1(1.2f), a3 = FPX_SET1(1.3f);
+    fpx_v a4 = FPX_SET1(1.4f), a5 = FPX_SET1(1.5f), a6 = FPX_SET1(1.6f), a7 = FPX_SET1(1.7f);
+    fpx_v a8 = FPX_SET1(1.8f), a9 = FPX_SET1(1.9f), a10 = FPX_SET1(2.0f), a11 = FPX_SET1(2.1f);
+    fpx_v a12 = FPX_SET1(2.2f), a13 = FPX_SET1(2.3f), a14 = FPX_SET1(2.4f), a15 = FPX_SET1(2.5f);
+    for (int64_t i = 0; i < iters; ++i) {
+      a0 = FPX_FMA(a0, b, c); a1 = FPX_FMA(a1, b, c); a2 = FPX_FMA(a2, b, c); a3 = FPX_FMA(a3, b, c);
+      a4 = FPX_FMA(a4, b, c); a5 = FPX_FMA(a5, b, c); a6 = FPX_FMA(a6, b, c); a7 = FPX_FMA(a7, b, c);
+      a8 = FPX_FMA(a8, b, c); a9 = FPX_FMA(a9, b, c); a10 = FPX_FMA(a10, b, c); a11 = FPX_FMA(a11, b, c);
+      a12 = FPX_FMA(a12, b, c); a13 = FPX_FMA(a13, b, c); a14 = FPX_FMA(a14, b, c); a15 = FPX_FMA(a15, b, c);
+    }
+    total += fpx_hsum(a0) + fpx_hsum(a1) + fpx_hsum(a2) + fpx_hsum(a3) + fpx_hsum(a4) + fpx_hsum(a5) +
+             fpx_hsum(a6) + fpx_hsum(a7) + fpx_hsum(a8) + fpx_hsum(a9) + fpx_hsum(a10) + fpx_hsum(a11) +
+             fpx_hsum(a12) + fpx_hsum(a13) + fpx_hsum(a14) + fpx_hsum(a15);
+  }
+  return total;
+}
+)";
+
+}  // namespace
+
+PeakMeasurement measure_f32_peak(const ExecOptions& opts, double target_seconds) {
+  JitOptions j;
+  const char* env_cc = std::getenv("FLASHPROOF_CC");
+  const char* env_flags = std::getenv("FLASHPROOF_CFLAGS");
+  j.cc = !opts.cc.empty() ? opts.cc : (env_cc && *env_cc ? env_cc : "cc");
+  j.flags = !opts.cflags.empty() ? opts.cflags : (env_flags && *env_flags ? env_flags : default_c_flags());
+  j.flags_from_user = true;
+  j.cache_dir = opts.cache_dir;
+  j.use_cache = opts.use_cache;
+  JitResult jit = jit_compile_c(kKernel, j);
+  auto run = reinterpret_cast<float (*)(std::int64_t, int)>(jit.object->symbol("fpx_peak_run"));
+  auto lanes = reinterpret_cast<int (*)()>(jit.object->symbol("fpx_peak_lanes"));
+  auto kind = reinterpret_cast<const char* (*)()>(jit.object->symbol("fpx_peak_kind"));
+  if (!run || !lanes || !kind) throw ExecError("the peak kernel lacks its entry points");
+  PeakMeasurement m;
+  m.threads = resolve_c_threads(opts.threads);
+  m.instruction = kind();
+  volatile float sink = 0;
+  std::int64_t iters = 1 << 16;
+  double secs = 0;
+  for (;;) {  // grow until one run takes a tenth of the target (also the warm-up)
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + run(iters, m.threads);
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (secs > target_seconds / 10 || iters > (std::int64_t{1} << 40)) break;
+    iters *= 4;
+  }
+  iters = static_cast<std::int64_t>(static_cast<double>(iters) * target_seconds / std::max(secs, 1e-6));
+  double best = 1e300;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + run(iters, m.threads);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  m.seconds = best;
+  m.gflops = 2.0 * 16.0 * lanes() * static_cast<double>(iters) * m.threads / best / 1e9;
+  return m;
+}
+
+}  // namespace fp

@@ -1,0 +1,49 @@
+#pragma once
+// CUDA code generation: CUDA C++ from the IR, through the same statement and expression emitter as
+// the C generator (exec/codegen_emitter.h), so the device computes what the interpreter computes:
+// core/numerics_c.h is pasted in (device functions under __CUDACC__) and the program is compiled
+// with -fmad=false -prec-div=true -prec-sqrt=true -ftz=false (cuda_compile_options()).
+//
+// Mapping (docs/executors.md): every top-level statement that runs where it stands becomes one
+// launch, in program order:
+//  - `zero N` at the top level: a memset of N's buffer;
+//  - a reduction or pointwise nest (exec/program_plan.h NestShape): one thread per target
+//    iteration (all target loops collapsed into a grid-stride index, the innermost fastest), the
+//    reduced loops in the thread with the cell in a register;
+//  - any other statement whose outermost loops are parallel-safe (codegen::parallel_safe): one
+//    thread per iteration of the longest such prefix of its loop chain, the rest in the thread;
+//  - anything else: one thread (<<<1, 1>>>).
+// A routine with a local at the top level (shared between statements) runs as one single-thread
+// kernel.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/program_plan.h"
+
+namespace fp {
+
+struct CudaLaunch {
+  enum class Kind { Memset, Kernel };
+  Kind kind = Kind::Kernel;
+  int position = -1;         // top-level statement (0-based), for messages
+  int node = -1;             // Memset: the node (index in plan.placed.nodes) to zero
+  std::string kernel;        // Kernel: its extern "C" name
+  std::vector<int> params;   // Kernel: node buffers passed, in order, then the thread count
+  std::int64_t threads = 1;  // Kernel: iterations of the grid-stride loop
+};
+
+struct CudaProgramText {
+  std::string source;
+  std::vector<CudaLaunch> launches;
+};
+
+// `kernel_prefix` names the kernels (several programs can share one translation unit).
+CudaProgramText generate_cuda(const ProgramPlan& plan, const std::string& kernel_prefix = "fpk");
+
+// The options that make nvcc / NVRTC compute as the semantics say (no contraction, IEEE division
+// and square root, no flush to zero).
+std::vector<std::string> cuda_semantic_options();
+
+}  // namespace fp

@@ -1,0 +1,84 @@
+// Output comparison for differential runs (exec/differential.h).
+
+#include "exec/differential.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+
+namespace fp {
+
+namespace {
+
+std::string cell_of(const std::vector<std::int64_t>& dims, std::int64_t flat) {
+  std::vector<std::int64_t> idx(dims.size());
+  for (std::size_t k = dims.size(); k-- > 0;) {
+    idx[k] = flat % dims[k];
+    flat /= dims[k];
+  }
+  std::string s = "[";
+  for (std::size_t k = 0; k < idx.size(); ++k) s += (k ? "," : "") + std::to_string(idx[k]);
+  return s + "]";
+}
+
+}  // namespace
+
+OutputComparison compare_output(const std::string& node, const Tensor& a, const Tensor& b, double bound) {
+  OutputComparison c;
+  c.node = node;
+  c.bitwise = bound < 0;
+  c.bound = bound < 0 ? 0 : bound;
+  c.cells = a.size();
+  auto fail = [&](std::int64_t i, std::string why) {
+    ++c.mismatches;
+    c.ok = false;
+    if (!c.first)
+      c.first = CellMismatch{i, cell_of(a.dims, i), a.data[static_cast<std::size_t>(i)],
+                             b.data[static_cast<std::size_t>(i)], std::move(why)};
+  };
+  if (a.dims != b.dims || a.prec != b.prec || a.data.size() != b.data.size()) {
+    c.ok = false;
+    c.mismatches = c.cells;
+    c.first = CellMismatch{0, "[]", 0, 0, "the two outputs have different types"};
+    return c;
+  }
+  double rms = 0;
+  if (!c.bitwise) {
+    double sum = 0;
+    std::int64_t finite = 0;
+    for (double v : a.data)
+      if (std::isfinite(v)) {
+        sum += v * v;
+        ++finite;
+      }
+    rms = finite > 0 ? std::sqrt(sum / static_cast<double>(finite)) : 0;
+  }
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    const double x = a.data[i], y = b.data[i];
+    const auto fi = static_cast<std::int64_t>(i);
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) fail(fi, "NaN on one side only");
+      continue;
+    }
+    if (c.bitwise) {
+      if (std::bit_cast<std::uint64_t>(x) != std::bit_cast<std::uint64_t>(y)) {
+        fail(fi, "bits differ");
+        c.worst = 1;
+      }
+      continue;
+    }
+    if (std::isinf(x) || std::isinf(y)) {
+      if (x != y) fail(fi, "an infinity on one side only");
+      continue;
+    }
+    const double scale = std::max(std::fabs(x), rms);
+    const double err = std::fabs(y - x);
+    const double rel = scale > 0 ? err / scale : (err > 0 ? INFINITY : 0);
+    c.worst = std::max(c.worst, rel);
+    if (rel > c.bound) fail(fi, fmt::format("relative error {:.3g} exceeds the bound {:.3g}", rel, c.bound));
+  }
+  return c;
+}
+
+}  // namespace fp

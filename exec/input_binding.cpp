@@ -1,0 +1,56 @@
+// Input validation of the compiled executors: the interpreter's rules and wording
+// (core/interpreter.cpp bind_input), checked against it by exec_executor_test.
+
+#include "exec/input_binding.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/diagnostic.h"
+#include "core/numerics.h"
+
+namespace fp {
+
+namespace {
+
+std::string cell_string(const std::vector<std::int64_t>& dims, std::int64_t flat) {
+  std::vector<std::int64_t> idx(dims.size());
+  for (std::size_t k = dims.size(); k-- > 0;) {
+    idx[k] = flat % dims[k];
+    flat /= dims[k];
+  }
+  return fmt::format("[{}]", fmt::join(idx, ","));
+}
+
+}  // namespace
+
+std::string tensor_type_string(Prec p, const std::vector<std::int64_t>& dims) {
+  return fmt::format("{}[{}]", prec_name(p), fmt::join(dims, ","));
+}
+
+const Tensor& validated_input(const Node& n, const TensorMap& inputs, const std::string& source) {
+  const auto it = inputs.find(n.name);
+  if (it == inputs.end())
+    throw UserError(
+        kExitMissingInput, source, 0, 0,
+        fmt::format("missing input '{}' (expected {})", n.name, tensor_type_string(n.prec, n.dims)));
+  const Tensor& t = it->second;
+  if (t.prec != n.prec || t.dims != n.dims)
+    throw_malformed(source, 0, 0,
+                    fmt::format("input '{}': expected {}, got {}", n.name, tensor_type_string(n.prec, n.dims),
+                                tensor_type_string(t.prec, t.dims)));
+  if (t.size() != n.cell_count())
+    throw_malformed(source, 0, 0,
+                    fmt::format("input '{}': {} holds {} cells, got {} values", n.name,
+                                tensor_type_string(n.prec, n.dims), n.cell_count(), t.size()));
+  for (std::size_t i = 0; i < t.data.size(); ++i) {
+    const double v = t.data[i];
+    if (!representable(n.prec, v))
+      throw_malformed(source, 0, 0,
+                      fmt::format("input '{}': cell {} holds {}, which is not a {} value", n.name,
+                                  cell_string(n.dims, static_cast<std::int64_t>(i)), v, prec_name(n.prec)));
+  }
+  return t;
+}
+
+}  // namespace fp

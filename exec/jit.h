@@ -1,0 +1,70 @@
+#pragma once
+// The C JIT: compiles generated C with the system compiler into a shared object and loads it with
+// dlopen. Compiled objects are cached by content: the key is the SHA-256 of the source, the
+// compiler's path and `--version` text, the flags and the host CPU's model and feature flags
+// (-march=native code is only valid where it was compiled), so a hit is always the same program.
+// The compiler runs with an argument vector (posix_spawnp), never through a shell; the source file
+// name is the key, so no routine name reaches the command line.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fp {
+
+// -O3 -march=native -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp -fPIC -shared.
+// (-fno-math-errno only lets sqrt be inlined: it changes no value. -ffp-contract=off and the
+// absence of any fast-math flag are what the semantics need: docs/executors.md.)
+std::string default_c_flags();
+
+struct JitOptions {
+  std::string cc = "cc";
+  std::string flags;      // whitespace-separated
+  std::string cache_dir;  // empty: default_cache_dir()
+  bool use_cache = true;
+  bool flags_from_user = false;  // a compile failure is then the user's flags' fault (ExecError)
+};
+
+// ${FLASHPROOF_JIT_CACHE}, else ${XDG_CACHE_HOME:-$HOME/.cache}/flashproof/jit.
+std::string default_cache_dir();
+
+// A loaded shared object; dlclose on destruction.
+class SharedObject {
+ public:
+  SharedObject(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  ~SharedObject();
+  SharedObject(const SharedObject&) = delete;
+  SharedObject& operator=(const SharedObject&) = delete;
+  // The address of `name`, or nullptr.
+  void* symbol(const char* name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  void* handle_;
+  std::string path_;
+};
+
+struct JitResult {
+  std::shared_ptr<SharedObject> object;
+  bool cache_hit = false;
+  double compile_seconds = 0;
+  std::string key;  // hex SHA-256
+};
+
+// Compiles (or finds in the cache) and loads. A compiler that cannot be run, or a compile failure
+// under user-chosen flags, throws ExecError with the compiler's messages; a compile failure under
+// the default flags is an internal error (the generator produced invalid C).
+JitResult jit_compile_c(const std::string& source, const JitOptions& opts);
+
+// Runs argv (no shell) and returns its exit status, with stdout and stderr in `output`.
+// -1 when it could not be started.
+int run_program(const std::vector<std::string>& argv, std::string& output);
+
+// Hex SHA-256 of `data` (FIPS 180-4).
+std::string sha256_hex(const std::string& data);
+
+// Splits flags on whitespace (no quoting: flags never need it here).
+std::vector<std::string> split_flags(const std::string& flags);
+
+}  // namespace fp

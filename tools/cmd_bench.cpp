@@ -1,0 +1,284 @@
+// `flashproof bench attention`: the CPU (or GPU) attention benchmark — composed vs rewritten
+// (online softmax, two-pass form) on a compiled executor, at each sequence length, runs
+// interleaved, median of the repeats: time, GFLOP/s (4·sq·sk·d per head, forward), fraction of the
+// machine's f32 peak measured in the same run (exec/cpu_peak.h), and peak memory (the memory
+// report of the placed routine; the C executor's measured peak is checked against it). Prints a
+// table, optionally writes CSV and a PNG plot (python3 + matplotlib, skipped when missing).
+// docs/executors.md shows a run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "core/attention.h"
+#include "core/diagnostic.h"
+#include "core/interpreter_program.h"
+#include "core/memory_report.h"
+#include "core/placement.h"
+#include "core/random_inputs.h"
+#include "exec/c_executor.h"
+#include "exec/cpu_peak.h"
+#include "exec/executor.h"
+#include "exec/jit.h"
+#include "rewrites/tier.h"
+#include "tools/command.h"
+#include "tools/config_options.h"
+
+namespace fp::cli {
+namespace {
+
+struct BenchOptions {
+  std::string what;
+  std::string seqs = "512,1024,2048,4096";
+  std::int64_t d = 64;
+  int repeats = 5;
+  std::string csv;
+  std::string plot;
+  std::string executor = "c";
+  int threads = 0;
+  std::string mask = "none";
+  std::int64_t interp_max_seq = 0;
+  std::uint64_t seed = 1;
+  ConfigOptions config;
+};
+
+struct Row {
+  std::int64_t seq = 0;
+  std::string form;  // composed | rewritten
+  double median_s = 0, min_s = 0;
+  double gflops = 0;
+  double peak_fraction = 0;
+  std::int64_t report_peak = 0;
+  std::int64_t measured_peak = -1;
+  int square_buffers = 0;
+  double interp_s = -1;
+};
+
+std::vector<std::int64_t> parse_seqs(const std::string& s) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 1 || v > kMaxAttentionSize) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw UserError(kExitUsage, "", 0, 0,
+                      fmt::format("--seq: expected lengths like 512,1024, found '{}'", item));
+    }
+  }
+  if (out.empty()) throw UserError(kExitUsage, "", 0, 0, "--seq: no lengths given");
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string mib(std::int64_t bytes) {
+  return fmt::format("{:.1f}", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+void write_plot(const std::string& csv, const std::string& png) {
+  // argv only, never a shell: the file names travel as arguments.
+  const char* script = R"py(
+import csv, sys
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except Exception as e:
+    print("plot skipped: matplotlib is not available (%s)" % e)
+    sys.exit(3)
+rows = list(csv.DictReader(open(sys.argv[1])))
+fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+for form in ("composed", "rewritten"):
+    r = [x for x in rows if x["form"] == form]
+    seq = [int(x["seq"]) for x in r]
+    ax[0].plot(seq, [float(x["median_ms"]) for x in r], marker="o", label=form)
+    ax[1].plot(seq, [float(x["peak_mib"]) for x in r], marker="o", label=form)
+ax[0].set_xscale("log", base=2); ax[0].set_yscale("log"); ax[0].set_xlabel("sequence length")
+ax[0].set_ylabel("median time (ms)"); ax[0].legend(); ax[0].set_title("attention forward, f32")
+ax[1].set_xscale("log", base=2); ax[1].set_yscale("log"); ax[1].set_xlabel("sequence length")
+ax[1].set_ylabel("peak memory (MiB)"); ax[1].legend(); ax[1].set_title("memory report peak")
+fig.tight_layout(); fig.savefig(sys.argv[2], dpi=120)
+print("wrote " + sys.argv[2])
+)py";
+  std::string out;
+  const int rc = run_program({"python3", "-c", script, csv, png}, out);
+  if (rc < 0 || rc == 127)
+    fmt::print("plot skipped: python3 is not available\n");
+  else
+    fmt::print("{}", out);
+}
+
+void bench_attention(const BenchOptions& o) {
+  if (o.what != "attention")
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("bench: unknown benchmark '{}' (known: attention)", o.what));
+  if (o.repeats < 1) throw UserError(kExitUsage, "", 0, 0, "--repeats must be at least 1");
+  const std::vector<std::int64_t> seqs = parse_seqs(o.seqs);
+  Config cfg = o.config.resolve();
+  ExecOptions eo;
+  eo.threads = o.threads;
+  eo.placement.max_inline_reduction = cfg.virtualize_max_inline_reduction;
+  eo.source_name = "attention";
+  auto ex = make_executor(o.executor, eo);
+  require_available(*ex);
+
+  double peak_gflops = 0;
+  std::string peak_kind;
+  if (o.executor == "c") {
+    PeakMeasurement pk = measure_f32_peak(eo);
+    peak_gflops = pk.gflops;
+    peak_kind = pk.instruction;
+    fmt::print("measured f32 peak: {:.1f} GFLOP/s ({}, {} thread{}, same compiler and flags)\n", pk.gflops,
+               pk.instruction, pk.threads, pk.threads == 1 ? "" : "s");
+  }
+  Config rewrite_cfg = cfg;
+  rewrite_cfg.online_softmax = true;
+
+  std::vector<Row> rows;
+  for (std::int64_t seq : seqs) {
+    AttentionSpec spec;
+    spec.batch = 1;
+    spec.heads = 1;
+    spec.sq = spec.sk = seq;
+    spec.d = spec.e = o.d;
+    spec.mask = o.mask;
+    spec.precision = Prec::F32;
+    Routine composed = build_attention(spec);
+    Routine rewritten = run_tier(composed, rewrite_cfg).routine;
+    const Routine* forms[2] = {&composed, &rewritten};
+    const char* names[2] = {"composed", "rewritten"};
+    std::unique_ptr<CompiledProgram> progs[2];
+    for (int f = 0; f < 2; ++f) progs[f] = ex->compile(*forms[f]);
+    TensorMap in = random_inputs(composed, o.seed);
+    std::vector<double> times[2];
+    std::int64_t measured[2] = {-1, -1};
+    for (int f = 0; f < 2; ++f) progs[f]->run(in);  // warm-up (page faults, thread pool)
+    for (int rep = 0; rep < o.repeats; ++rep) {
+      // Interleaved, alternating which form goes first, so drift hits both alike.
+      for (int k = 0; k < 2; ++k) {
+        const int f = (rep % 2 == 0) ? k : 1 - k;
+        const auto t0 = std::chrono::steady_clock::now();
+        progs[f]->run(in);
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const RunStats st = progs[f]->last_stats();
+        times[f].push_back(st.compute_seconds >= 0 ? st.compute_seconds : wall);
+        measured[f] = st.peak_bytes;
+      }
+    }
+    for (int f = 0; f < 2; ++f) {
+      Row r;
+      r.seq = seq;
+      r.form = names[f];
+      r.median_s = median(times[f]);
+      r.min_s = *std::min_element(times[f].begin(), times[f].end());
+      r.gflops = 4.0 * static_cast<double>(seq) * static_cast<double>(seq) * static_cast<double>(o.d) /
+                 r.median_s / 1e9;
+      r.peak_fraction = peak_gflops > 0 ? r.gflops / peak_gflops : 0;
+      const MemoryReport m = memory_report(place(*forms[f], eo.placement).routine);
+      r.report_peak = m.peak_bytes;
+      r.square_buffers = m.square_buffers;
+      r.measured_peak = measured[f];
+      if (seq <= o.interp_max_seq) {
+        CompiledRoutine interp(*forms[f]);
+        const auto t0 = std::chrono::steady_clock::now();
+        interp.run(in);
+        r.interp_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      rows.push_back(r);
+    }
+    fmt::print("seq {:>5}: composed {:.2f} ms, rewritten {:.2f} ms (median of {})\n", seq,
+               rows[rows.size() - 2].median_s * 1e3, rows.back().median_s * 1e3, o.repeats);
+    std::fflush(stdout);
+  }
+
+  // The table, printed last.
+  std::string table =
+      fmt::format("\nattention forward, f32, batch 1, 1 head, d = e = {}, mask {}, executor {}{}\n", o.d,
+                  o.mask, o.executor,
+                  o.executor == "c" ? fmt::format(", {} thread{}", resolve_c_threads(o.threads),
+                                                  resolve_c_threads(o.threads) == 1 ? "" : "s")
+                                    : std::string());
+  table += fmt::format("{:>6}  {:<9}  {:>11}  {:>11}  {:>8}  {:>7}  {:>9}  {:>7}  {:>10}{}\n", "seq", "form",
+                       "median ms", "min ms", "GFLOP/s", "% peak", "peak MiB", "square", "rw/comp",
+                       o.interp_max_seq > 0 ? "  interp ms" : "");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::string ratio = r.form == "rewritten" ? fmt::format("{:.3f}", r.median_s / rows[i - 1].median_s) : "";
+    table += fmt::format("{:>6}  {:<9}  {:>11.2f}  {:>11.2f}  {:>8.2f}  {:>7}  {:>9}  {:>7}  {:>10}{}\n",
+                         r.seq, r.form, r.median_s * 1e3, r.min_s * 1e3, r.gflops,
+                         peak_gflops > 0 ? fmt::format("{:.1f}", 100 * r.peak_fraction) : "-",
+                         mib(r.report_peak), r.square_buffers, ratio,
+                         o.interp_max_seq > 0 ? (r.interp_s >= 0 ? fmt::format("  {:>9.1f}", r.interp_s * 1e3)
+                                                                 : fmt::format("  {:>9}", "-"))
+                                              : "");
+  }
+  if (peak_gflops > 0) table += fmt::format("peak: {:.1f} GFLOP/s measured ({})\n", peak_gflops, peak_kind);
+  for (const Row& r : rows)
+    if (r.measured_peak >= 0 && r.measured_peak != r.report_peak)
+      table += fmt::format("note: seq {} {}: measured peak {} bytes differs from the memory report's {}\n",
+                           r.seq, r.form, r.measured_peak, r.report_peak);
+
+  if (!o.csv.empty() || !o.plot.empty()) {
+    std::string csv_path = o.csv;
+    if (csv_path.empty())
+      csv_path = (std::filesystem::temp_directory_path() / "flashproof-bench.csv").string();
+    std::ofstream f(csv_path);
+    if (!f) throw UserError(kExitUsage, csv_path, 0, 0, "cannot open for writing");
+    f << "seq,form,executor,threads,d,median_ms,min_ms,gflops,peak_fraction,peak_gflops,peak_mib,peak_bytes,"
+         "measured_peak_bytes,square_buffers,interp_ms\n";
+    for (const Row& r : rows)
+      f << fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{:.5f},{:.2f},{},{},{},{},{}\n", r.seq, r.form,
+                       o.executor, resolve_c_threads(o.threads), o.d, r.median_s * 1e3, r.min_s * 1e3,
+                       r.gflops, r.peak_fraction, peak_gflops, mib(r.report_peak), r.report_peak,
+                       r.measured_peak, r.square_buffers,
+                       r.interp_s >= 0 ? fmt::format("{:.3f}", r.interp_s * 1e3) : "");
+    f.close();
+    if (!o.csv.empty()) fmt::print("wrote {}\n", o.csv);
+    if (!o.plot.empty()) write_plot(csv_path, o.plot);
+  }
+  fmt::print("{}", table);
+}
+
+void setup_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand("bench", "Benchmarks (figures, not tests): attention");
+  auto o = std::make_shared<BenchOptions>();
+  sub->add_option("what", o->what, "Benchmark to run: attention")->required();
+  sub->add_option("--seq", o->seqs, "Sequence lengths (sq = sk), comma-separated")->capture_default_str();
+  sub->add_option("--d", o->d, "Head width d (= value width e)")->capture_default_str();
+  sub->add_option("--repeats", o->repeats, "Timed runs per form and length (the median is reported)")
+      ->capture_default_str();
+  sub->add_option("--csv", o->csv, "Write the rows as CSV");
+  sub->add_option("--plot", o->plot, "Write a PNG plot (needs python3 with matplotlib; skipped otherwise)");
+  sub->add_option("--executor", o->executor, "Executor: c or cuda")->capture_default_str();
+  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  sub->add_option("--mask", o->mask, "Mask: none, causal, prefix:N, padding:N")->capture_default_str();
+  sub->add_option("--interp-max-seq", o->interp_max_seq,
+                  "Also time the interpreter once at lengths up to this (0: never)")
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Input seed")->capture_default_str();
+  add_config_options(*sub, o->config);
+  sub->callback([o] {
+    try {
+      bench_attention(*o);
+    } catch (const ExecError& e) {
+      std::fprintf(stderr, "flashproof bench: %s\n", e.what());
+      set_exit_code(kExitInternal);
+    }
+  });
+}
+
+}  // namespace
+FP_REGISTER_COMMAND("bench", setup_bench);
+}  // namespace fp::cli

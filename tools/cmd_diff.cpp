@@ -1,0 +1,259 @@
+// `flashproof diff FILE [--executor A] [--vs B] [--rewrite]`: differential runs. Runs a routine
+// on two executors with the same inputs (drawn from --seed, default 1, or read with --input
+// NAME=PATH.npy) and compares every output cell:
+//   - without --rewrite, FILE itself runs on both (no tier): every output must agree bitwise;
+//   - with --rewrite, FILE runs on A and the tier's rewrite of it (--profile/--set choose the
+//     members) on B; outputs that no bounded claim reaches must agree bitwise, outputs downstream
+//     of a bounded claim must agree within its bound (tools/diff_report.h), NaN positions always
+//     exactly.
+// On a mismatch it writes a replayable case directory (routines, inputs, both outputs, replay.sh)
+// and exits 1. An unavailable executor makes the verdict unknown (exit 2 under --fail-on=unknown,
+// the default). docs/executors.md documents the report.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "core/access_census.h"
+#include "core/diagnostic.h"
+#include "core/npy.h"
+#include "core/random_inputs.h"
+#include "exec/differential.h"
+#include "exec/executor.h"
+#include "flashproof/version.h"
+#include "rewrites/tier.h"
+#include "tools/command.h"
+#include "tools/config_options.h"
+#include "tools/diff_report.h"
+#include "tools/routine_io.h"
+#include "tools/tier_runner.h"
+
+namespace fp::cli {
+namespace {
+
+struct DiffOptions {
+  std::string file;
+  std::string a = "interp";
+  std::string b = "c";
+  bool rewrite = false;
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> inputs;  // NAME=PATH
+  std::string format = "text";
+  std::string case_dir;
+  std::string fail_on = "unknown";
+  int threads = 0;
+  ConfigOptions config;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Nodes whose values depend on any of `from` (coarse: every node a top-level statement writes
+// depends on every node it reads).
+std::set<std::string> downstream_of(const Routine& r, const std::set<std::string>& from) {
+  AccessCensus census(r);
+  std::set<std::string> reached = from;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (std::size_t p = 0; p < census.top_level().size(); ++p) {
+      bool reads = false;
+      for (const Access* a : census.at(p))
+        if (!a->is_write() && reached.count(a->node)) reads = true;
+      if (!reads) continue;
+      for (const Access* a : census.at(p))
+        if (a->is_write() && reached.insert(a->node).second) changed = true;
+    }
+  }
+  return reached;
+}
+
+TensorMap load_inputs(const Routine& r, const DiffOptions& o, std::uint64_t seed) {
+  TensorMap in = random_inputs(r, seed);
+  for (const auto& spec : o.inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UserError(kExitUsage, "", 0, 0, fmt::format("--input expects NAME=PATH.npy, found '{}'", spec));
+    const std::string name = spec.substr(0, eq);
+    const Node* n = r.find_node(name);
+    if (!n || !n->is_input)
+      throw UserError(kExitUsage, "", 0, 0,
+                      fmt::format("--input {}: the routine has no input named '{}'", spec, name));
+    in[name] = read_npy(spec.substr(eq + 1));
+  }
+  return in;
+}
+
+std::string fresh_case_dir(const std::string& requested) {
+  namespace fs = std::filesystem;
+  if (!requested.empty()) return requested;
+  std::string dir = "flashproof-diff-case";
+  for (int k = 2; fs::exists(dir); ++k) dir = fmt::format("flashproof-diff-case-{}", k);
+  return dir;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UserError(kExitUsage, path, 0, 0, "cannot open for writing");
+  f << text;
+}
+
+void write_tensors(const std::string& dir, const TensorMap& ts) {
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, t] : ts) write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), t);
+}
+
+void run_diff(const DiffOptions& o) {
+  if (o.format != "text" && o.format != "json" && o.format != "jsonl" && o.format != "junit" &&
+      o.format != "sarif")
+    throw UserError(
+        kExitUsage, "", 0, 0,
+        fmt::format("--format: expected text, json, jsonl, junit or sarif, found '{}'", o.format));
+  if (o.fail_on != "unknown" && o.fail_on != "refuted")
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("--fail-on: expected unknown or refuted, found '{}'", o.fail_on));
+  const Config cfg = o.config.resolve();
+  const Routine original = load_checked_routine(o.file);
+  Routine second = original;
+  DiffReport rep;
+  rep.file = o.file;
+  rep.executor_a = o.a;
+  rep.executor_b = o.b;
+  rep.rewrite = o.rewrite;
+  rep.command = command_line();
+  std::set<std::string> bounded_nodes;
+  double tolerance = 0;
+  if (o.rewrite) {
+    std::optional<RewriteResult> res = run_tier_checked(original, cfg, {});
+    if (!res) return;
+    second = res->routine;
+    for (const Application& app : res->applications)
+      for (const Obligation& ob : app.obligations) {
+        rep.claims.push_back(fmt::format("{} {}: {}", app.shape, ob.claim, obligation_kind_name(ob.kind)));
+        if (ob.kind != ObligationKind::Bounded) continue;
+        tolerance = std::max(tolerance, bounded_claim_tolerance(ob));
+        for (const Cover& c : ob.covers) bounded_nodes.insert(c.node);
+      }
+    if (res->applications.empty())
+      rep.claims.push_back(
+          "none: the tier changed nothing (its gates are off? e.g. --set online_softmax=true)");
+    if (!bounded_nodes.empty()) rep.bound_source = bounded_claim_tolerance_source();
+  }
+  const std::uint64_t seed = o.seed.value_or(1);
+  const TensorMap in = load_inputs(original, o, seed);
+  rep.inputs = o.inputs.empty() ? fmt::format("seed {}", seed)
+                                : fmt::format("seed {} with {} from files", seed, o.inputs.size());
+
+  ExecOptions eo;
+  eo.source_name = o.file;
+  eo.threads = o.threads;
+  eo.placement.max_inline_reduction = cfg.virtualize_max_inline_reduction;
+  auto ea = make_executor(o.a, eo);
+  auto eb = make_executor(o.b, eo);
+  for (const Executor* e : {ea.get(), eb.get()}) {
+    const Availability av = e->available();
+    if (!av) {
+      rep.verdict = "unknown";
+      rep.message = fmt::format("executor '{}' is unavailable: {}", e->name(), av.reason);
+      std::fputs(render_diff_report(rep, o.format).c_str(), stdout);
+      set_exit_code(diff_exit_code(rep, o.fail_on == "unknown"));
+      return;
+    }
+  }
+  const TensorMap out_a = ea->compile(original)->run(in);
+  const TensorMap out_b = eb->compile(second)->run(in);
+  const std::set<std::string> reached = downstream_of(second, bounded_nodes);
+  bool all_ok = true;
+  for (const Node* n : second.outputs()) {
+    const bool bounded = reached.count(n->name) > 0;
+    auto ia = out_a.find(n->name);
+    auto ib = out_b.find(n->name);
+    FP_INTERNAL_CHECK(ia != out_a.end() && ib != out_b.end(), "output '{}' missing from a run", n->name);
+    rep.outputs.push_back(compare_output(n->name, ia->second, ib->second, bounded ? tolerance : -1));
+    all_ok = all_ok && rep.outputs.back().ok;
+  }
+  if (all_ok) {
+    rep.verdict = "agree";
+    rep.message = fmt::format("every cell of {} output{} agrees", rep.outputs.size(),
+                              rep.outputs.size() == 1 ? "" : "s");
+  } else {
+    rep.verdict = "mismatch";
+    int bad = 0;
+    for (const auto& c : rep.outputs) bad += !c.ok;
+    rep.message = fmt::format("{} of {} outputs differ", bad, rep.outputs.size());
+    // The replayable case: routines, inputs, both outputs, and the command that reproduces it.
+    rep.case_dir = fresh_case_dir(o.case_dir);
+    std::filesystem::create_directories(rep.case_dir);
+    write_file(rep.case_dir + "/original.fp", routine_file_text(original, seed));
+    if (o.rewrite) write_file(rep.case_dir + "/rewritten.fp", routine_file_text(second, seed));
+    write_tensors(rep.case_dir + "/inputs", in);
+    write_tensors(rep.case_dir + "/" + o.a + "-outputs", out_a);
+    write_tensors(rep.case_dir + "/" + o.b + "-outputs" + (o.a == o.b ? "-2" : ""), out_b);
+    // The environment the executors read is part of the case (a compiler flag can be the cause).
+    std::string env;
+    for (const char* var :
+         {"FLASHPROOF_CC", "FLASHPROOF_CFLAGS", "FLASHPROOF_THREADS", "FLASHPROOF_CUDA_COMPILER"})
+      if (const char* v = std::getenv(var); v && *v) env += fmt::format("{}={} ", var, shell_quote(v));
+    std::string cmd = fmt::format("{}flashproof diff original.fp --executor {} --vs {}",
+                                  env.empty() ? "" : "env " + env, shell_quote(o.a), shell_quote(o.b));
+    if (o.rewrite) {
+      cmd += " --rewrite";
+      if (!o.config.profile.empty()) cmd += " --profile " + shell_quote(o.config.profile);
+      for (const auto& s : o.config.settings) cmd += " --set " + shell_quote(s);
+    }
+    for (const auto& [name, t] : in) cmd += " --input " + shell_quote(name + "=inputs/" + name + ".npy");
+    const std::string script = rep.case_dir + "/replay.sh";
+    write_file(
+        script,
+        fmt::format("#!/bin/sh\n# flashproof {}\n# command: {}\n# Replays this differential case "
+                    "(exit 1 while the executors still disagree).\ncd \"$(dirname \"$0\")\" || exit 66\n"
+                    "exec {} \"$@\"\n",
+                    FLASHPROOF_VERSION, rep.command, cmd));
+    chmod(script.c_str(), 0755);
+    rep.replay = rep.case_dir + "/replay.sh";
+  }
+  std::fputs(render_diff_report(rep, o.format).c_str(), stdout);
+  set_exit_code(diff_exit_code(rep, o.fail_on == "unknown"));
+}
+
+void setup_diff(CLI::App& app) {
+  auto* sub = app.add_subcommand("diff",
+                                 "Differential run: a routine (or, with --rewrite, the original vs its "
+                                 "rewrite) on two executors, every output cell compared");
+  auto o = std::make_shared<DiffOptions>();
+  sub->add_option("file", o->file, "Routine (.fp)")->required();
+  sub->add_option("--executor", o->a, "First executor: interp, c or cuda")->capture_default_str();
+  sub->add_option("--vs", o->b, "Second executor: interp, c or cuda")->capture_default_str();
+  sub->add_flag(
+      "--rewrite", o->rewrite,
+      "Run the original on the first executor and the tier's rewrite (per --profile/--set) on the second");
+  sub->add_option("--seed", o->seed, "Draw the inputs from this seed (default 1)");
+  sub->add_option("--input", o->inputs, "Bind an input from a file: NAME=PATH.npy (repeatable)");
+  sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif")
+      ->capture_default_str();
+  sub->add_option("--case-dir", o->case_dir,
+                  "Where to write the case on a mismatch (default ./flashproof-diff-case)");
+  sub->add_option("--fail-on", o->fail_on, "unknown (exit 2 when a comparison cannot be made) or refuted")
+      ->capture_default_str();
+  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  add_config_options(*sub, o->config);
+  sub->callback([o] {
+    try {
+      run_diff(*o);
+    } catch (const ExecError& e) {
+      std::fprintf(stderr, "flashproof diff: %s\n", e.what());
+      set_exit_code(kExitInternal);
+    }
+  });
+}
+
+}  // namespace
+FP_REGISTER_COMMAND("diff", setup_diff);
+}  // namespace fp::cli

@@ -1,0 +1,194 @@
+// `flashproof verify`: discharges verification obligations (docs/verify.md).
+//
+//   flashproof verify FILE [--set k=v] [--profile P]      runs the rewrite tier on FILE and
+//                                                        discharges every obligation it records
+//   flashproof verify --src A.fp --tgt B.fp --claim C     validates a hand-written pair
+//                                                        (C = exact | bounded:REL)
+//   flashproof verify --src A.fp --tgt B.fp --claim C --inputs DIR
+//                                                        replays one input set (a counterexample
+//                                                        case): exit 1 when the claim fails on it
+//
+// Reports: --format text|json|jsonl|junit|sarif, -o FILE. Exit codes (ARCHITECTURE.md): 0 all
+// proved, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 65 an error verdict or
+// malformed input, 64 usage, 66 missing input, 70 internal error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "core/diagnostic.h"
+#include "core/interpreter.h"
+#include "core/npy.h"
+#include "rewrites/tier.h"
+#include "tools/command.h"
+#include "tools/config_options.h"
+#include "tools/routine_io.h"
+#include "verify/compare.h"
+#include "verify/engine.h"
+#include "verify/pair_check.h"
+#include "verify/progress.h"
+#include "verify/report.h"
+
+namespace fp::cli {
+namespace {
+
+struct VerifyOptions {
+  std::string file;
+  std::string src, tgt, claim = "exact", inputs;
+  std::vector<std::string> obligations;
+  std::string format = "text";
+  std::string output;
+  std::string fail_on = "unknown";
+  bool no_cache = false;
+  bool no_progress = false;
+  verify::EngineOptions engine;
+  TierOptions tier;
+  ConfigOptions config;
+};
+
+int replay(const VerifyOptions& o) {
+  Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
+  std::optional<double> rel = verify::parse_claim(o.claim);
+  std::vector<std::string> nodes;
+  for (const Node* n : src.outputs()) nodes.push_back(n->name);
+  if (std::string why = verify::pair_mismatch(src, tgt, nodes); !why.empty())
+    throw UserError(kExitMalformed, o.tgt, 0, 0, why);
+  TensorMap in;
+  for (const Node* n : src.inputs()) {
+    std::string path = (std::filesystem::path(o.inputs) / (n->name + ".npy")).string();
+    if (!std::filesystem::exists(path))
+      throw UserError(kExitMissingInput, path, 0, 0, fmt::format("no input file for {}", n->name));
+    in[n->name] = read_npy(path);
+  }
+  verify::PairRunner runner(src, tgt, verify::claim_checks(nodes, rel));
+  auto m = runner.run(in);
+  if (m) {
+    fmt::print("replay: the claim '{}' fails on the inputs in {}: {}\n", o.claim, o.inputs, m->text());
+    return kExitRefuted;
+  }
+  fmt::print("replay: the claim '{}' holds on the inputs in {} (one input set: not a proof)\n", o.claim, o.inputs);
+  return kExitOk;
+}
+
+void run_verify(VerifyOptions& o) {
+  const bool pair_mode = !o.src.empty() || !o.tgt.empty();
+  if (pair_mode && !o.file.empty())
+    throw UserError(kExitUsage, "", 0, 0, "give either FILE (verify the tier's rewrites) or --src and --tgt, not both");
+  if (pair_mode && (o.src.empty() || o.tgt.empty()))
+    throw UserError(kExitUsage, "", 0, 0, "--src and --tgt go together");
+  if (!pair_mode && o.file.empty())
+    throw UserError(kExitUsage, "", 0, 0, "nothing to verify: give FILE, or --src A.fp --tgt B.fp --claim ...");
+  if (!o.inputs.empty()) {
+    if (!pair_mode) throw UserError(kExitUsage, "", 0, 0, "--inputs replays a pair: give --src and --tgt");
+    set_exit_code(replay(o));
+    return;
+  }
+  if (o.format != "text" && o.format != "json" && o.format != "jsonl" && o.format != "junit" && o.format != "sarif")
+    throw UserError(kExitUsage, "", 0, 0, fmt::format("--format expects text, json, jsonl, junit or sarif, found '{}'", o.format));
+  verify::FailOn fail_on;
+  if (o.fail_on == "unknown")
+    fail_on = verify::FailOn::Unknown;
+  else if (o.fail_on == "refuted")
+    fail_on = verify::FailOn::Refuted;
+  else
+    throw UserError(kExitUsage, "", 0, 0, fmt::format("--fail-on expects refuted or unknown, found '{}'", o.fail_on));
+  if (o.engine.limits.timeout_s <= 0 || o.engine.jobs < 1 || o.engine.limits.search_trials < 0 ||
+      o.engine.limits.mpfr_rows < 1 || o.engine.limits.real_n < 0 || !(o.engine.limits.exp_ulp >= 0))
+    throw UserError(kExitUsage, "", 0, 0, "--timeout, --jobs and --mpfr-rows must be positive; --search-trials, --real-n "
+                                          "and --exp-ulp non-negative");
+  o.engine.use_cache = !o.no_cache;
+
+  auto t0 = std::chrono::steady_clock::now();
+  verify::ReportContext ctx;
+  ctx.command = command_line();
+  ctx.fail_on = fail_on;
+  std::vector<verify::Task> tasks;
+  if (pair_mode) {
+    Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
+    ctx.input = o.src + " -> " + o.tgt;
+    tasks.push_back(verify::pair_task(std::move(src), std::move(tgt), o.claim, o.tgt, command_line()));
+  } else {
+    Config config = o.config.resolve();
+    Routine r = load_checked_routine(o.file);
+    ctx.input = o.file;
+    ctx.config = describe_config(config);
+    std::string base = command_line();
+    verify::TierTasks tt;
+    try {
+      tt = verify::tier_tasks(r, config, o.tier, o.file, base);
+    } catch (const TierDidNotConverge& e) {
+      std::fprintf(stderr, "flashproof: internal error: %s\nreproduce with: %s\n", e.what(), command_line().c_str());
+      set_exit_code(kExitInternal);
+      return;
+    }
+    tasks = std::move(tt.tasks);
+    for (const auto& n : tt.result.notes) ctx.notes.push_back(n);
+    if (!o.obligations.empty()) {
+      std::vector<verify::Task> kept;
+      for (auto& t : tasks)
+        if (std::find(o.obligations.begin(), o.obligations.end(), t.id) != o.obligations.end()) kept.push_back(std::move(t));
+      for (const auto& id : o.obligations) {
+        bool found = false;
+        for (const auto& t : kept) found = found || t.id == id;
+        if (!found) throw UserError(kExitUsage, "", 0, 0, fmt::format("--obligation {}: no such obligation", id));
+      }
+      tasks = std::move(kept);
+    }
+    if (tasks.empty()) ctx.notes.push_back("no obligations: the tier applied no rewrite");
+  }
+  std::unique_ptr<verify::Progress> progress;
+  if (!o.no_progress && !tasks.empty()) {
+    progress = std::make_unique<verify::Progress>(static_cast<int>(tasks.size()), ::isatty(STDERR_FILENO) != 0, stderr);
+    o.engine.progress = progress.get();
+  }
+  std::vector<verify::Verdict> verdicts = verify::verify_tasks(tasks, o.engine);
+  if (progress) progress->stop();
+  ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_text_output(o.output, verify::render_report(o.format, verdicts, ctx));
+  set_exit_code(verify::exit_code_for(verdicts, fail_on));
+}
+
+void setup_verify(CLI::App& app) {
+  auto o = std::make_shared<VerifyOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "verify",
+      "Discharge verification obligations: the rewrite tier's on FILE, or a hand-written --src/--tgt pair");
+  sub->add_option("FILE", o->file, "Routine (.fp) to rewrite with the tier and verify");
+  sub->add_option("--src", o->src, "Source routine of a hand-written pair (translation validation)");
+  sub->add_option("--tgt", o->tgt, "Target routine of a hand-written pair");
+  sub->add_option("--claim", o->claim, "What the pair claims: exact, or bounded:REL (|tgt - src| <= REL·|src|)");
+  sub->add_option("--inputs", o->inputs,
+                  "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");
+  sub->add_option("--obligation", o->obligations, "Discharge only this obligation id (repeatable), e.g. 1.normalizer-sum");
+  sub->add_option("--only", o->tier.only, "Apply only this member or shape (repeatable)");
+  sub->add_option("--disable", o->tier.disable, "Do not apply this member or shape (repeatable)");
+  sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif");
+  sub->add_option("-o,--output", o->output, "Write the report here (default: standard output)");
+  sub->add_option("--fail-on", o->fail_on, "Exit non-zero on: refuted, or unknown (the default: CI fails on unknown too)");
+  sub->add_option("--timeout", o->engine.limits.timeout_s, "Wall-clock backstop per solver query, seconds (default 60)");
+  sub->add_option("--rlimit", o->engine.limits.rlimit, "Z3 resource limit per query (deterministic; default 20000000)");
+  sub->add_option("--jobs", o->engine.jobs, "Obligations discharged in parallel (default 1)");
+  sub->add_option("--dump-smt", o->engine.dump_smt_dir, "Write every solver query as SMT-LIB2 into DIR (replay: z3 FILE)");
+  sub->add_option("--cache-dir", o->engine.cache_dir,
+                  "Proof cache directory (default ${XDG_CACHE_HOME:-~/.cache}/flashproof/proofs)");
+  sub->add_flag("--no-cache", o->no_cache, "Neither read nor write the proof cache");
+  sub->add_option("--cex-dir", o->engine.cex_dir, "Where counterexample cases are written (default flashproof-cex)");
+  sub->add_option("--seed", o->engine.limits.seed, "Seed of every random choice (default 1)");
+  sub->add_option("--max-terms", o->engine.limits.max_terms, "Symbolic-execution term budget (default 4000000)");
+  sub->add_option("--search-trials", o->engine.limits.search_trials, "Counterexample-search trials (default 1500)");
+  sub->add_option("--real-n", o->engine.limits.real_n, "Reals certificate for n = 1..N keys (default 3)");
+  sub->add_option("--real-timeout", o->engine.limits.real_timeout_s, "Backstop per reals query, seconds (default 5)");
+  sub->add_option("--mpfr-rows", o->engine.limits.mpfr_rows, "MPFR reference rows per precision (default 10000)");
+  sub->add_option("--exp-ulp", o->engine.limits.exp_ulp, "Assumed fp_exp64 error in binary64 ulps (default 0.52)");
+  sub->add_flag("--no-progress", o->no_progress, "Do not report progress on standard error");
+  add_config_options(*sub, o->config);
+  sub->callback([o] { run_verify(*o); });
+}
+
+}  // namespace
+FP_REGISTER_COMMAND("verify", setup_verify);
+}  // namespace fp::cli

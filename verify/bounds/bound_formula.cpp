@@ -1,0 +1,148 @@
+#include "verify/bounds/bound_formula.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace fp::verify {
+
+namespace {
+
+using LD = long double;
+
+// Rounds a long double bound up to a double that is not below it, plus a little slack for the
+// long double evaluation's own rounding (a handful of 2^-64 relative errors).
+double up(LD v) {
+  double d = static_cast<double>(v * (1 + 1e-15L));
+  while (static_cast<LD>(d) < v) d = std::nextafter(d, INFINITY);
+  return d;
+}
+
+LD e_lower() { return 2.71828182L; }
+
+LD gamma(std::int64_t k, LD u) { return static_cast<LD>(k) * u / (1 - static_cast<LD>(k) * u); }
+LD alpha(LD u) { return u / (e_lower() * (1 - u)); }
+LD eps(Prec p, double exp_ulp) {
+  LD eta = static_cast<LD>(exp_ulp) * std::ldexp(1.0L, -52);
+  if (p == Prec::F64) return eta;
+  return (1 + eta) * (1 + static_cast<LD>(unit_roundoff(p))) - 1;
+}
+
+}  // namespace
+
+double unit_roundoff(Prec p) { return std::ldexp(1.0, -significand_bits(p)); }
+
+int significand_bits(Prec p) {
+  switch (p) {
+    case Prec::F64: return 53;
+    case Prec::F32: return 24;
+    case Prec::F16: return 11;
+    case Prec::BF16: return 8;
+    case Prec::I32: return 0;
+  }
+  return 0;
+}
+
+double underflow_error(Prec p) {
+  switch (p) {
+    case Prec::F64: return std::ldexp(1.0, -1075);
+    case Prec::F32: return std::ldexp(1.0, -150);
+    case Prec::F16: return std::ldexp(1.0, -25);
+    case Prec::BF16: return std::ldexp(1.0, -134);
+    case Prec::I32: return 0;
+  }
+  return 0;
+}
+
+double exp_error(Prec p, double exp_ulp) { return up(eps(p, exp_ulp)); }
+
+NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, double exp_ulp) {
+  NormalizerBound b;
+  b.storage = storage;
+  b.state = state;
+  b.n = n;
+  b.exp_ulp = exp_ulp;
+  if (!is_float(storage) || !is_float(state) || n < 1) {
+    b.undefined_reason = "the bound is defined for floating-point storage and state and n >= 1";
+    return b;
+  }
+  const LD us = unit_roundoff(storage), ut = unit_roundoff(state);
+  const LD nn = static_cast<LD>(n);
+  if ((nn - 1) * us >= 1) {
+    b.undefined_reason = fmt::format(
+        "(n - 1)·u_storage = {:.3g} >= 1: the composed {}-key sum at {} has no relative bound of this form "
+        "(recursive summation may stagnate)",
+        static_cast<double>((nn - 1) * us), n, prec_name(storage));
+    return b;
+  }
+  const LD w64 = underflow_error(Prec::F64);
+  const LD ws = underflow_error(storage), wt = underflow_error(state);
+  const LD es = eps(storage, exp_ulp), et = eps(state, exp_ulp);
+  const LD bsrc = (1 + gamma(n - 1, us)) * ((1 + es) * (1 + (nn - 1) * alpha(us)) + nn * (ws + w64)) - 1;
+  const LD phi = std::pow(1 + et, nn) * std::pow(1 + ut, 2 * (nn - 1)) - 1;
+  const LD under = nn * (nn + 2) * (1 + phi) * (1 + phi) * (wt + w64);
+  const LD rho = storage == state ? 0 : us;
+  const LD btgt = (1 + rho) * ((1 + phi) * (1 + (nn - 1) * alpha(ut)) + under) - 1;
+  if (bsrc >= 1) {
+    b.undefined_reason = fmt::format("B_src = {:.3g} >= 1: no relative bound of this form", static_cast<double>(bsrc));
+    return b;
+  }
+  b.defined = true;
+  b.b_src = up(bsrc);
+  b.b_tgt = up(btgt);
+  b.rel = up((bsrc + btgt) / (1 - bsrc));
+  return b;
+}
+
+std::string normalizer_formula_text() {
+  return "|l_tgt - l_src| <= REL·|l_src|, REL = (B_src + B_tgt)/(1 - B_src); "
+         "B_src = (1 + γ_{n-1}(u_s))·[(1 + ε_s)(1 + (n-1)·α(u_s)) + n(ω_s + ω_64)] - 1; "
+         "B_tgt = (1 + ρ)·[(1 + φ)(1 + (n-1)·α(u_t)) + n(n+2)(1 + φ)^2(ω_t + ω_64)] - 1; "
+         "φ = (1 + ε_t)^n (1 + u_t)^(2(n-1)) - 1; γ_k(u) = k·u/(1 - k·u); α(u) = u/(e(1 - u)); "
+         "ε_p = (1 + η)(1 + u_p) - 1 (f64: η), η = exp_ulp·2^-52; ρ = u_s if storage != state else 0; "
+         "ω_p = half the smallest subnormal of p; u_s, u_t the unit roundoffs of storage and state";
+}
+
+std::string normalizer_instantiated_text(const NormalizerBound& b) {
+  if (!b.defined) return "undefined: " + b.undefined_reason;
+  return fmt::format("n = {}, storage {} (u_s = 2^-{}), state {} (u_t = 2^-{}), exp error {} ulp: B_src = {:.6g}, "
+                     "B_tgt = {:.6g}, REL = {:.6g}",
+                     b.n, prec_name(b.storage), significand_bits(b.storage), prec_name(b.state),
+                     significand_bits(b.state), b.exp_ulp, b.b_src, b.b_tgt, b.rel);
+}
+
+std::string exp_assumption_text(double exp_ulp) {
+  return fmt::format(
+      "exp.f64 = fp_exp64 within {} binary64 ulp (relative error <= {}·2^-52); exp.f32/f16/bf16 round it once "
+      "more (docs/semantics.md measures 0.5113 ulp for fp_exp64 and correct rounding of exp.f32 on all 2^32 "
+      "inputs; bench/verify_bench re-measures)",
+      exp_ulp, exp_ulp);
+}
+
+double quotient_perturbation(double ra, double rb, Prec p) {
+  if (ra == 0 && rb == 0) return 0;
+  if (rb >= 1) return INFINITY;
+  const LD u = unit_roundoff(p);
+  return up((1 + static_cast<LD>(ra)) * (1 + u) / ((1 - static_cast<LD>(rb)) * (1 - u)) - 1);
+}
+
+double product_perturbation(double ra, double rb, Prec p) {
+  if (ra == 0 && rb == 0) return 0;
+  const LD u = unit_roundoff(p);
+  return up((1 + static_cast<LD>(ra)) * (1 + static_cast<LD>(rb)) * (1 + u) / (1 - u) - 1);
+}
+
+double conversion_perturbation(double r, Prec from, Prec to) {
+  if (r == 0) return 0;
+  if (significand_bits(to) >= significand_bits(from)) return r;
+  const LD u = unit_roundoff(to);
+  return up((1 + static_cast<LD>(r)) * (1 + u) / (1 - u) - 1);
+}
+
+double dot_perturbation(double rw, std::int64_t n, Prec p) {
+  const LD g = gamma(n, unit_roundoff(p));
+  if (static_cast<LD>(n) * unit_roundoff(p) >= 1) return INFINITY;
+  return up(static_cast<LD>(rw) + g * (2 + static_cast<LD>(rw)));
+}
+
+}  // namespace fp::verify

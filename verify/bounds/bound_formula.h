@@ -1,0 +1,53 @@
+#pragma once
+// The rounding-bound formulas of docs/bounds.md, evaluated. Every quantity is a relative bound on
+// the difference between the rewritten routine's value and the original's, as a function of the
+// key count n, the unit roundoffs of the storage and state precisions and the assumed ulp error
+// of exp. Values are computed in long double and rounded up, so an evaluated bound is never
+// below the formula's exact value.
+
+#include <cstdint>
+#include <string>
+
+#include "core/ir.h"
+
+namespace fp::verify {
+
+// 2^-53, 2^-24, 2^-11, 2^-8 (f64, f32, f16, bf16).
+double unit_roundoff(Prec p);
+int significand_bits(Prec p);
+// Half the smallest subnormal: the absolute error of a rounding in the subnormal range.
+double underflow_error(Prec p);
+// The relative error of exp.p: (1 + η)(1 + u_p) - 1 with η = exp_ulp·2^-52 (f64: η alone).
+double exp_error(Prec p, double exp_ulp);
+
+// The normalizer l = Σ exp(x_t - m) over n keys: composed at the storage precision against the
+// online scan carried at the state precision (rewrites/online_softmax/normalizer_scan.h).
+struct NormalizerBound {
+  Prec storage = Prec::F32;
+  Prec state = Prec::F32;
+  std::int64_t n = 0;
+  double exp_ulp = 0.52;
+  bool defined = false;
+  std::string undefined_reason;
+  double b_src = 0;  // |l_src - S| <= b_src·S, S the exact sum
+  double b_tgt = 0;  // |l_tgt - S| <= b_tgt·S
+  double rel = 0;    // |l_tgt - l_src| <= rel·|l_src|
+};
+NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, double exp_ulp);
+
+// The symbolic formula (one paragraph) and the instantiated values.
+std::string normalizer_formula_text();
+std::string normalizer_instantiated_text(const NormalizerBound& b);
+std::string exp_assumption_text(double exp_ulp);
+
+// Downstream of a perturbed value (docs/bounds.md §4): the relative perturbation of fl(a op b)
+// when a and b carry relative perturbations ra and rb and the result is rounded at p (0 when
+// neither operand is perturbed: the same rounding of the same values).
+double quotient_perturbation(double ra, double rb, Prec p);
+double product_perturbation(double ra, double rb, Prec p);
+double conversion_perturbation(double r, Prec from, Prec to);
+// A sum of n products w·v accumulated at p, with w perturbed by rw: the bound on
+// |o_tgt - o_src| relative to Σ |w·v|.
+double dot_perturbation(double rw, std::int64_t n, Prec p);
+
+}  // namespace fp::verify

@@ -1,0 +1,329 @@
+#include "verify/bounds/mpfr_reference.h"
+
+#include <fmt/format.h>
+#include <mpfr.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "core/diagnostic.h"
+#include "core/interpreter.h"
+#include "core/numerics.h"
+#include "core/random_inputs.h"
+#include "rewrites/tier.h"
+#include "verify/bounds/bound_formula.h"
+
+namespace fp::verify {
+
+namespace {
+
+double max_finite(Prec p) {
+  switch (p) {
+    case Prec::F64: return std::numeric_limits<double>::max();
+    case Prec::F32: return std::numeric_limits<float>::max();
+    case Prec::F16: return 65504.0;
+    case Prec::BF16: return 0x1.fep127;
+    case Prec::I32: break;
+  }
+  return 0;
+}
+
+double min_subnormal(Prec p) {
+  switch (p) {
+    case Prec::F64: return std::numeric_limits<double>::denorm_min();
+    case Prec::F32: return std::numeric_limits<float>::denorm_min();
+    case Prec::F16: return std::ldexp(1.0, -24);
+    case Prec::BF16: return std::ldexp(1.0, -133);
+    case Prec::I32: break;
+  }
+  return 0;
+}
+
+// Frees MPFR's caches of this thread on scope exit.
+struct Mpfr {
+  mpfr_t v;
+  explicit Mpfr(int bits) { mpfr_init2(v, bits); }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
+const char* const kFamilies[] = {"uniform",     "wide-range",     "ties",        "-inf-prefix",
+                                 "near-overflow", "near-lowest",   "increasing",  "increasing-step-1",
+                                 "tiny",          "decreasing",     "small-integers", "nan-or-inf",
+                                 "all--inf"};
+constexpr int kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
+// Relative frequency of each family.
+constexpr int kWeights[kFamilyCount] = {6, 4, 3, 3, 2, 2, 4, 4, 2, 2, 2, 1, 1};
+
+struct Row {
+  int family = 0;
+  std::vector<double> x;
+};
+
+std::vector<double> make_row(int family, std::int64_t n, Prec p, SplitMix64& rng) {
+  const double mx = max_finite(p), tiny = min_subnormal(p);
+  auto uni = [&](double lo, double hi) { return lo + (hi - lo) * rng.unit(); };
+  std::vector<double> x(static_cast<std::size_t>(n));
+  const std::string f = kFamilies[family];
+  if (f == "uniform") {
+    double s = std::vector<double>{1, 4, 20, 0.01}[static_cast<std::size_t>(rng.range(0, 3))];
+    for (auto& v : x) v = uni(-s, s);
+  } else if (f == "wide-range") {
+    double top = std::log10(mx) - 0.5;
+    for (auto& v : x) v = (rng.unit() < 0.5 ? -1 : 1) * std::pow(10.0, uni(-3, std::min(top, 6.0)));
+  } else if (f == "ties") {
+    double c = uni(-10, 10);
+    for (auto& v : x) v = rng.unit() < 0.6 ? c : uni(c - 5, c);
+  } else if (f == "-inf-prefix") {
+    std::int64_t k = rng.range(1, std::max<std::int64_t>(1, n - 1));
+    for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i < k && k < n ? -INFINITY : uni(-3, 3);
+  } else if (f == "near-overflow") {
+    for (auto& v : x) {
+      double r = rng.unit();
+      v = r < 0.3 ? mx : r < 0.5 ? -mx : (rng.unit() < 0.5 ? -1 : 1) * mx * (1 - std::ldexp(rng.unit(), -4));
+    }
+  } else if (f == "near-lowest") {
+    for (auto& v : x) {
+      double r = rng.unit();
+      v = r < 0.4 ? -mx : r < 0.55 ? -INFINITY : -mx * (1 - std::ldexp(rng.unit(), -6));
+    }
+  } else if (f == "increasing") {
+    double v0 = uni(-20, 0);
+    for (auto& v : x) v = (v0 += uni(0.01, 3));
+  } else if (f == "increasing-step-1") {
+    double v0 = uni(-5, 5), step = uni(0.9, 1.1);
+    for (auto& v : x) v = (v0 += step);
+  } else if (f == "tiny") {
+    for (auto& v : x) v = (rng.unit() < 0.5 ? -1 : 1) * tiny * static_cast<double>(rng.range(0, 64));
+  } else if (f == "decreasing") {
+    double v0 = uni(0, 20);
+    for (auto& v : x) v = (v0 -= uni(0.01, 3));
+  } else if (f == "small-integers") {
+    for (auto& v : x) v = static_cast<double>(rng.range(-3, 3));
+  } else if (f == "nan-or-inf") {
+    for (auto& v : x) v = uni(-3, 3);
+    x[static_cast<std::size_t>(rng.range(0, n - 1))] = rng.unit() < 0.5 ? NAN : INFINITY;
+  } else {  // all -inf
+    for (auto& v : x) v = -INFINITY;
+  }
+  for (auto& v : x) v = round_to(p, v);
+  return x;
+}
+
+int pick_family(SplitMix64& rng) {
+  int total = 0;
+  for (int w : kWeights) total += w;
+  std::int64_t r = rng.range(0, total - 1);
+  for (int i = 0; i < kFamilyCount; ++i) {
+    if (r < kWeights[i]) return i;
+    r -= kWeights[i];
+  }
+  return 0;
+}
+
+std::string row_text(const Row& r) {
+  std::string s = fmt::format("{} n={} [", kFamilies[r.family], r.x.size());
+  for (std::size_t i = 0; i < r.x.size() && i < 6; ++i) s += fmt::format("{}{:.9g}", i ? ", " : "", r.x[i]);
+  return s + (r.x.size() > 6 ? ", …]" : "]");
+}
+
+}  // namespace
+
+Routine normalizer_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
+  Routine r;
+  r.name = "normalizer_rows";
+  auto node = [&](std::string name, std::vector<std::int64_t> dims, bool in, bool out) {
+    Node nd;
+    nd.name = std::move(name);
+    nd.dims = std::move(dims);
+    nd.prec = p;
+    nd.is_input = in;
+    nd.is_output = out;
+    r.nodes.push_back(nd);
+  };
+  node("x", {rows, n}, true, false);
+  node("m", {rows}, false, true);
+  node("sh", {rows, n}, false, false);
+  node("e", {rows, n}, false, false);
+  node("l", {rows}, false, true);
+  auto I = [](const char* s) { return Index::iter(s); };
+  auto rows_loop = [&](std::vector<StmtP> body) { return for_loop("i", 0, rows - 1, std::move(body)); };
+  auto both = [&](StmtP s) { return rows_loop({for_loop("j", 0, n - 1, {std::move(s)})}); };
+  auto X = get("x", {I("i"), I("j")}, p);
+  std::vector<StmtP> body = {
+      rows_loop({set("m", {I("i")}, constant(-INFINITY, p))}),
+      both(set("m", {I("i")}, binary(BinOp::Max, get("m", {I("i")}, p), X, p))),
+      both(set("sh", {I("i"), I("j")}, binary(BinOp::Sub, X, get("m", {I("i")}, p), p))),
+      both(set("e", {I("i"), I("j")}, unary(UnOp::Exp, get("sh", {I("i"), I("j")}, p), p))),
+      zero("l"),
+      both(set("l", {I("i")}, binary(BinOp::Add, get("l", {I("i")}, p), get("e", {I("i"), I("j")}, p), p))),
+  };
+  r.body = seq(std::move(body));
+  return r;
+}
+
+MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limits& limits) {
+  auto t0 = std::chrono::steady_clock::now();
+  MpfrReport rep;
+  rep.storage = storage;
+  rep.state = state_prec(storage);
+  rep.bits = std::max(limits.mpfr_bits, 200);
+  std::vector<std::int64_t> ladder;
+  for (std::int64_t n : {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64, 100, 128, 256})
+    if (normalizer_bound(storage, rep.state, n, limits.exp_ulp).defined) ladder.push_back(n);
+  if (n_focus > 0 && normalizer_bound(storage, rep.state, n_focus, limits.exp_ulp).defined &&
+      std::find(ladder.begin(), ladder.end(), n_focus) == ladder.end())
+    ladder.push_back(n_focus);
+  rep.key_counts = ladder;
+  FP_INTERNAL_CHECK(!ladder.empty(), "no key count with a defined bound at {}", prec_name(storage));
+
+  SplitMix64 rng(limits.seed * 0x9e3779b97f4a7c15ull + 0x6d706672ull + static_cast<std::uint64_t>(storage));
+  std::map<std::int64_t, std::vector<Row>> by_n;
+  for (int i = 0; i < limits.mpfr_rows; ++i) {
+    // Small key counts are cheap and where adversarial structure matters most; the focus n (the
+    // obligation's own) gets a fixed share.
+    std::int64_t n;
+    double r = rng.unit();
+    if (n_focus > 0 && r < 0.15 && std::find(ladder.begin(), ladder.end(), n_focus) != ladder.end())
+      n = n_focus;
+    else
+      n = ladder[static_cast<std::size_t>(std::min<std::int64_t>(
+          static_cast<std::int64_t>(ladder.size()) - 1,
+          static_cast<std::int64_t>(std::floor(std::pow(rng.unit(), 1.6) * static_cast<double>(ladder.size())))))];
+    Row row;
+    row.family = pick_family(rng);
+    row.x = make_row(row.family, n, storage, rng);
+    by_n[n].push_back(std::move(row));
+  }
+
+  Config cfg;
+  cfg.online_softmax = true;
+  TierOptions only;
+  only.only = {"online-softmax.normalizer-scan"};
+  std::vector<FamilyStats> fam(kFamilyCount);
+  for (int i = 0; i < kFamilyCount; ++i) fam[static_cast<std::size_t>(i)].name = kFamilies[i];
+
+  Mpfr sum(rep.bits), term(rep.bits), mx(rep.bits), tmp(rep.bits), err(rep.bits);
+  for (auto& [n, rows] : by_n) {
+    const NormalizerBound b = normalizer_bound(storage, rep.state, n, limits.exp_ulp);
+    const auto R = static_cast<std::int64_t>(rows.size());
+    Routine composed = normalizer_rows_routine(storage, R, n);
+    RewriteResult rw = run_tier(composed, cfg, only);
+    FP_INTERNAL_CHECK(rw.applications.size() == 1, "the normalizer rows routine was not rewritten ({} applications)",
+                      rw.applications.size());
+    Tensor x = Tensor::zeros(storage, {R, n});
+    for (std::int64_t i = 0; i < R; ++i)
+      std::copy(rows[static_cast<std::size_t>(i)].x.begin(), rows[static_cast<std::size_t>(i)].x.end(),
+                x.data.begin() + i * n);
+    TensorMap in{{"x", x}};
+    TensorMap src = interpret(composed, in), tgt = interpret(rw.routine, in);
+    for (std::int64_t i = 0; i < R; ++i) {
+      const Row& row = rows[static_cast<std::size_t>(i)];
+      FamilyStats& fs = fam[static_cast<std::size_t>(row.family)];
+      ++rep.rows;
+      ++fs.rows;
+      const double ls = src.at("l").data[static_cast<std::size_t>(i)];
+      const double lt = tgt.at("l").data[static_cast<std::size_t>(i)];
+      const double ms = src.at("m").data[static_cast<std::size_t>(i)];
+      const double mt = tgt.at("m").data[static_cast<std::size_t>(i)];
+      if (!(ms == mt || (std::isnan(ms) && std::isnan(mt))) || std::signbit(ms) != std::signbit(mt)) {
+        ++rep.max_mismatches;
+        if (rep.first_violation.empty())
+          rep.first_violation = fmt::format("m differs ({} vs {}) on {}", ms, mt, row_text(row));
+      }
+      if (std::isnan(ls) || std::isnan(lt)) {
+        ++rep.special_rows;
+        if (std::isnan(ls) != std::isnan(lt)) {
+          ++rep.nan_mismatches;
+          if (rep.first_violation.empty())
+            rep.first_violation = fmt::format("NaN in one side only (src {}, tgt {}) on {}", ls, lt, row_text(row));
+        }
+        continue;
+      }
+      ++rep.finite_rows;
+      // S = Σ exp(x_t - M) at rep.bits.
+      double M = -INFINITY;
+      for (double v : row.x) M = std::max(M, v);
+      mpfr_set_d(mx.v, M, MPFR_RNDN);
+      mpfr_set_zero(sum.v, 1);
+      for (double v : row.x) {
+        if (v == -INFINITY) continue;
+        mpfr_set_d(tmp.v, v, MPFR_RNDN);
+        mpfr_sub(tmp.v, tmp.v, mx.v, MPFR_RNDN);
+        mpfr_exp(term.v, tmp.v, MPFR_RNDN);
+        mpfr_add(sum.v, sum.v, term.v, MPFR_RNDN);
+      }
+      auto ratio_to_s = [&](double l, double bnd) {
+        mpfr_set_d(err.v, l, MPFR_RNDN);
+        mpfr_sub(err.v, err.v, sum.v, MPFR_RNDN);
+        mpfr_abs(err.v, err.v, MPFR_RNDN);
+        mpfr_div(err.v, err.v, sum.v, MPFR_RNDN);
+        return mpfr_get_d(err.v, MPFR_RNDU) / bnd;
+      };
+      const double rs = ratio_to_s(ls, b.b_src), rt = ratio_to_s(lt, b.b_tgt);
+      const long double pair =
+          std::fabs(static_cast<long double>(lt) - static_cast<long double>(ls)) / (static_cast<long double>(b.rel) * ls);
+      const double rp = static_cast<double>(pair);
+      rep.worst_src = std::max(rep.worst_src, rs);
+      rep.worst_tgt = std::max(rep.worst_tgt, rt);
+      fs.worst = std::max(fs.worst, rp);
+      if (rp > rep.worst_pair) {
+        rep.worst_pair = rp;
+        rep.worst_row = row_text(row);
+      }
+      if (rs > 1 || rt > 1 || rp > 1) {
+        ++rep.violations;
+        if (rep.first_violation.empty())
+          rep.first_violation = fmt::format("bound exceeded (pair {:.3g}, src {:.3g}, tgt {:.3g} of the bound) on {}",
+                                            rp, rs, rt, row_text(row));
+      }
+    }
+  }
+  mpfr_free_cache();
+  for (auto& f : fam)
+    if (f.rows > 0) rep.families.push_back(f);
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed) {
+  ExpUlpMeasure m;
+  SplitMix64 rng(seed ^ 0x657870756c70ull);
+  Mpfr ref(160), x(160), diff(160);
+  for (std::int64_t i = 0; i < samples; ++i) {
+    double v;
+    switch (i % 4) {
+      case 0: v = -745.0 + 1454.0 * rng.unit(); break;
+      case 1: v = static_cast<float>(-104.0 + 193.0 * rng.unit()); break;
+      case 2: v = 2.0 * rng.unit() - 1.0; break;
+      default: v = (rng.unit() < 0.5 ? -708.0 - 37.0 * rng.unit() : 700.0 + 9.7 * rng.unit()); break;
+    }
+    const double got = fp_exp64(v);
+    // Subnormal results carry an absolute error (the bound's underflow terms), not a relative one.
+    if (!std::isfinite(got) || got < std::numeric_limits<double>::min()) continue;
+    mpfr_set_d(x.v, v, MPFR_RNDN);
+    mpfr_exp(ref.v, x.v, MPFR_RNDN);
+    // ulp of the binary64 result's binade (subnormals: 2^-1074).
+    int e = 0;
+    std::frexp(got, &e);
+    const int ulp_exp = std::max(e - 53, -1074);
+    mpfr_set_d(diff.v, got, MPFR_RNDN);
+    mpfr_sub(diff.v, diff.v, ref.v, MPFR_RNDN);
+    mpfr_abs(diff.v, diff.v, MPFR_RNDN);
+    mpfr_mul_2si(diff.v, diff.v, -ulp_exp, MPFR_RNDN);  // in ulps, before leaving MPFR
+    double err = mpfr_get_d(diff.v, MPFR_RNDU);
+    ++m.samples;
+    if (err > m.max_ulp) {
+      m.max_ulp = err;
+      m.worst_x = v;
+    }
+  }
+  mpfr_free_cache();
+  return m;
+}
+
+}  // namespace fp::verify

@@ -1,0 +1,26 @@
+#pragma once
+// A refuted verdict's counterexample as a runnable case directory:
+//   DIR/src.fp, DIR/tgt.fp   the two routines in the text format (with the header comment), the
+//                            violated node as their one output
+//   DIR/<input>.npy          the minimized inputs
+//   DIR/replay.sh            the one-line replay: flashproof verify --src … --tgt … --claim …
+//                            --inputs DIR (exit 1: the claim fails on these inputs)
+//   DIR/README.txt           what differs, and the command
+
+#include <string>
+
+#include "core/interpreter.h"
+#include "verify/compare.h"
+#include "verify/verdict.h"
+
+namespace fp::verify {
+
+// Writes the case and returns its description (dir, replay command, summary). `check` is the
+// violated check; `origin` the command that produced the verdict (header comment).
+Counterexample write_case(const std::string& dir, const Routine& src, const Routine& tgt, const TensorMap& inputs,
+                          const NodeCheck& check, const Mismatch& mismatch, const std::string& origin);
+
+// A directory name from an obligation id ("1.normalizer-sum" stays; other characters become _).
+std::string sanitize_id(const std::string& id);
+
+}  // namespace fp::verify

@@ -1,0 +1,98 @@
+#include "verify/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/diagnostic.h"
+
+namespace fp::verify {
+
+namespace {
+
+std::vector<std::int64_t> unflatten(std::int64_t cell, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> idx(dims.size());
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    idx[i] = cell % dims[i];
+    cell /= dims[i];
+  }
+  return idx;
+}
+
+// Error as a fraction of what is allowed: <= 1 holds.
+double ratio_of(const NodeCheck& c, double s, double t, double scale) {
+  if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
+  if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
+  if (std::isinf(s) || std::isinf(t)) return s == t ? 0 : INFINITY;
+  const long double diff = std::fabs(static_cast<long double>(t) - static_cast<long double>(s));
+  const long double mag = c.kind == NodeCheck::Kind::Relative ? std::fabs(static_cast<long double>(s)) : scale;
+  const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
+  if (diff == 0) return 0;
+  if (!(allowed > 0)) return INFINITY;
+  return static_cast<double>(diff / allowed);
+}
+
+}  // namespace
+
+std::string Mismatch::text() const {
+  std::string idx;
+  for (std::size_t i = 0; i < index.size(); ++i) idx += (i ? ", " : "") + std::to_string(index[i]);
+  if (std::isinf(ratio))
+    return fmt::format("{}[{}]: source {}, target {}", node, idx, src, tgt);
+  return fmt::format("{}[{}]: source {}, target {} ({:.3g}x the allowed error)", node, idx, src, tgt, ratio);
+}
+
+std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,
+                                        const TensorMap& tgt, const std::map<std::string, std::vector<std::int64_t>>& dims,
+                                        std::map<std::string, double>* worst) {
+  std::optional<Mismatch> first;
+  for (const auto& c : checks) {
+    auto s = src.find(c.node), t = tgt.find(c.node);
+    FP_INTERNAL_CHECK(s != src.end() && t != tgt.end(), "node {} was not returned by both runs", c.node);
+    const Tensor* scale = nullptr;
+    if (c.kind == NodeCheck::Kind::Scaled) {
+      auto sc = src.find(c.scale_node);
+      FP_INTERNAL_CHECK(sc != src.end(), "scale node {} was not returned", c.scale_node);
+      scale = &sc->second;
+    }
+    double node_worst = 0;
+    for (std::int64_t i = 0; i < s->second.size(); ++i) {
+      const double sv = s->second.data[static_cast<std::size_t>(i)], tv = t->second.data[static_cast<std::size_t>(i)];
+      const double r = ratio_of(c, sv, tv, scale ? scale->data[static_cast<std::size_t>(i)] : 0);
+      node_worst = std::max(node_worst, r);
+      if (r > 1 && !first) {
+        first = Mismatch{c.node, i, unflatten(i, dims.at(c.node)), sv, tv, r};
+        if (!worst) return first;
+      }
+    }
+    if (worst) (*worst)[c.node] = std::max((*worst)[c.node], node_worst);
+  }
+  return first;
+}
+
+Routine with_outputs(const Routine& r, const std::vector<std::string>& nodes, bool keep_outputs) {
+  Routine out = r;
+  for (auto& n : out.nodes) {
+    bool want = std::find(nodes.begin(), nodes.end(), n.name) != nodes.end();
+    n.is_output = want || (keep_outputs && n.is_output);
+  }
+  return out;
+}
+
+PairRunner::PairRunner(Routine src, Routine tgt, std::vector<NodeCheck> checks)
+    : src_(std::move(src)), tgt_(std::move(tgt)), checks_(std::move(checks)) {
+  for (const auto& c : checks_) {
+    const Node* n = src_.find_node(c.node);
+    FP_INTERNAL_CHECK(n != nullptr, "no node {}", c.node);
+    dims_[c.node] = n->dims;
+  }
+}
+
+std::optional<Mismatch> PairRunner::run(const TensorMap& inputs, std::map<std::string, double>* worst) const {
+  ++runs_;
+  TensorMap s = interpret(src_, inputs), t = interpret(tgt_, inputs);
+  return compare_outputs(checks_, s, t, dims_, worst);
+}
+
+}  // namespace fp::verify

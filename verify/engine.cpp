@@ -1,0 +1,312 @@
+#include "verify/engine.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/diagnostic.h"
+#include "core/text_printer.h"
+#include "flashproof/version.h"
+#include "rewrites/member.h"
+#include "verify/case_writer.h"
+#include "verify/normalizer_check.h"
+#include "verify/pair_check.h"
+#include "verify/proof_cache.h"
+#include "verify/smt/smt.h"
+#include "verify/value_pass_lift.h"
+
+namespace fp::verify {
+
+namespace {
+
+const Member* find_member(const std::string& id) {
+  for (const auto& m : tier_members())
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+// The routine the member received in that round.
+const Routine& round_input(const RewriteResult& res, const Routine& r, int round, const std::string& member) {
+  const Routine* current = &r;
+  for (const auto& s : res.rounds) {
+    if (s.round == round && s.member == member) return *current;
+    if (s.changed) current = &s.routine;
+  }
+  FP_INTERNAL_CHECK(false, "no snapshot of member {} in round {}", member, round);
+  return r;
+}
+
+bool same_application(const Application& a, const Application& b) {
+  return a.shape == b.shape && a.statements == b.statements && a.matched == b.matched;
+}
+
+double elapsed(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void fill_common(Verdict& v, const Task& t, const EngineOptions& o) {
+  v.id = t.id;
+  v.member = t.member;
+  v.rewrite = t.shape;
+  v.claim = t.obligation.claim;
+  v.claimed = t.obligation.kind;
+  v.description = t.obligation.description;
+  v.covers = t.obligation.covers;
+  v.file = t.file;
+  v.line = t.app.lines.empty() ? 0 : t.app.lines[0];
+  v.solver = SolverInfo{"z3", smt::solver_version()};
+  v.limits = o.limits;
+  v.repro = t.repro;
+}
+
+std::vector<std::string> covered_nodes(const Task& t) {
+  std::vector<std::string> nodes;
+  for (const auto& c : t.obligation.covers) nodes.push_back(c.node);
+  return nodes;
+}
+
+std::string dump_prefix(const Task& t, const EngineOptions& o) {
+  if (o.dump_smt_dir.empty()) return "";
+  return (std::filesystem::path(o.dump_smt_dir) / sanitize_id(t.id)).string();
+}
+
+// Minimizes and writes the counterexample of a refuted check.
+void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run, const Routine& tgt_run,
+                 const std::vector<NodeCheck>& checks, Found found) {
+  PairRunner runner(src_run, tgt_run, checks);
+  Found small = minimize_counterexample(runner, std::move(found));
+  const NodeCheck* violated = &checks.front();
+  for (const auto& c : checks)
+    if (c.node == small.mismatch.node) violated = &c;
+  std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
+  v.counterexample = write_case(dir, t.src, t.tgt, small.inputs, *violated, small.mismatch, t.repro);
+  v.message = fmt::format("{} (minimized: {})", v.message, small.mismatch.text());
+  v.steps.push_back(fmt::format("counterexample minimized ({} interpreter runs) and written to {}", runner.runs(), dir));
+}
+
+void from_pair_check(Verdict& v, PairCheck pc, const Task& t, const EngineOptions& o, const std::vector<std::string>& nodes) {
+  v.kind = pc.kind;
+  v.reason = pc.reason;
+  v.message = pc.message;
+  for (auto& s : pc.steps) v.steps.push_back(std::move(s));
+  v.scope = Scope{false, pc.scope};
+  if (pc.kind == VerdictKind::Refuted && pc.counterexample) {
+    std::vector<NodeCheck> checks = claim_checks(nodes, t.rel);
+    attach_case(v, t, o, with_outputs(t.src, nodes, false), with_outputs(t.tgt, nodes, false), checks,
+                std::move(*pc.counterexample));
+  }
+}
+
+}  // namespace
+
+std::optional<double> parse_claim(const std::string& claim) {
+  if (claim == "exact") return std::nullopt;
+  const std::string prefix = "bounded:";
+  if (claim.rfind(prefix, 0) == 0) {
+    std::string num = claim.substr(prefix.size());
+    try {
+      std::size_t used = 0;
+      double rel = std::stod(num, &used);
+      if (used == num.size() && std::isfinite(rel) && rel > 0) return rel;
+    } catch (const std::exception&) {
+    }
+  }
+  throw UserError(kExitUsage, "", 0, 0,
+                  fmt::format("--claim expects 'exact' or 'bounded:REL' with REL a positive number, found '{}'", claim));
+}
+
+TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options, const std::string& file,
+                     const std::string& repro_base) {
+  TierTasks tt;
+  tt.result = run_tier(r, config, options);
+  std::map<std::pair<int, std::string>, Routine> targets;
+  int k = 0;
+  for (const Application& app : tt.result.applications) {
+    ++k;
+    const Routine& src = round_input(tt.result, r, app.round, app.member);
+    auto key = std::make_pair(app.round, app.shape);
+    if (!targets.count(key)) {
+      const Member* m = find_member(app.member);
+      FP_INTERNAL_CHECK(m != nullptr, "application of unknown member {}", app.member);
+      MemberContext ctx;
+      ctx.config = &config;
+      ctx.round = app.round;
+      const std::string shape = app.shape;
+      ctx.shape_enabled = [shape](const std::string& id) { return id == shape; };
+      MemberOutput out = m->apply(src, ctx);
+      bool found = false;
+      for (const auto& a : out.applications) found = found || same_application(a, app);
+      FP_INTERNAL_CHECK(found, "re-running {} alone in round {} does not reproduce the application at statement {}",
+                        app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
+      targets.emplace(key, std::move(out.routine));
+    }
+    for (const Obligation& ob : app.obligations) {
+      Task t;
+      t.id = fmt::format("{}.{}", k, ob.claim);
+      t.member = app.member;
+      t.shape = app.shape;
+      t.app = app;
+      t.obligation = ob;
+      t.src = src;
+      t.tgt = targets.at(key);
+      t.file = file;
+      t.repro = repro_base + " --obligation " + t.id;
+      tt.tasks.push_back(std::move(t));
+    }
+  }
+  return tt;
+}
+
+Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file, const std::string& repro) {
+  Task t;
+  t.id = "pair";
+  t.rel = parse_claim(claim);
+  t.hand_pair = true;
+  t.obligation.kind = t.rel ? ObligationKind::Bounded : ObligationKind::Exact;
+  t.obligation.claim = claim;
+  t.obligation.description =
+      t.rel ? fmt::format("every output of the target is within {} relative of the source's, NaN exactly where the "
+                          "source has NaN",
+                          *t.rel)
+            : "every output of the target is bitwise equal to the source's";
+  for (const Node* n : src.outputs()) t.obligation.covers.push_back(Cover{n->name, n->name + "[all cells]"});
+  t.src = std::move(src);
+  t.tgt = std::move(tgt);
+  t.file = file;
+  t.repro = repro;
+  return t;
+}
+
+Verdict discharge(const Task& t, const EngineOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  Verdict v;
+  fill_common(v, t, o);
+  const std::string dump = dump_prefix(t, o);
+  const std::vector<std::string> nodes = covered_nodes(t);
+  PairCheckOptions pco;
+  pco.limits = o.limits;
+  pco.dump_prefix = dump;
+  pco.rel = t.rel;
+  if (t.hand_pair || t.obligation.kind == ObligationKind::Exact) {
+    std::optional<LiftResult> lift;
+    if (!t.hand_pair && t.shape == "online-softmax.value-pass-hoist") {
+      lift = lift_value_pass(t.src, t.tgt, t.app, o.limits, dump.empty() ? "" : dump + "-lift");
+      for (const auto& s : lift->steps) v.steps.push_back(s);
+    }
+    from_pair_check(v, check_pair(t.src, t.tgt, nodes, pco), t, o, nodes);
+    if (lift && lift->proved) {
+      // The lift is a proof for every extent; the concrete check can only agree with it.
+      FP_INTERNAL_CHECK(v.kind != VerdictKind::Refuted,
+                        "the all-sizes lift of {} holds but the concrete check refutes it: {}", t.id, v.message);
+      if (v.kind == VerdictKind::Exact || v.kind == VerdictKind::Unknown) {
+        std::string concrete = v.kind == VerdictKind::Exact ? "bitwise equal at the routine's sizes"
+                                                             : "the concrete check was inconclusive (" + v.message + ")";
+        v.kind = VerdictKind::Exact;
+        v.reason = UnknownReason::None;
+        v.scope = Scope{true, "all sizes"};
+        v.message = fmt::format(
+            "every target cell receives the same contributions in the same order for all extents (Z3, integer "
+            "arithmetic), each computed from the same values; {}",
+            concrete);
+      }
+    } else if (lift && v.kind == VerdictKind::Exact) {
+      v.message += "; all-sizes lift not established (" + lift->why_not + "): proved at the routine's sizes only";
+    }
+  } else if (t.obligation.claim == "normalizer-sum" && t.obligation.bound) {
+    ProofCache cache(o.cache_dir.empty() ? ProofCache::default_dir() : o.cache_dir);
+    BoundedCheck bc = check_normalizer_sum(t.src, t.tgt, t.app, t.obligation, o.limits, o.use_cache ? &cache : nullptr, dump);
+    v.kind = bc.kind;
+    v.reason = bc.reason;
+    v.message = bc.message;
+    v.steps.insert(v.steps.end(), bc.steps.begin(), bc.steps.end());
+    v.scope = Scope{false, bc.scope + fmt::format("; the bound formula holds for every n (docs/bounds.md), certified "
+                                                  "for n = {} by MPFR rows and n <= {} over the reals",
+                                                  bc.bound.n, o.limits.real_n)};
+    v.bound = bc.bound;
+    if (bc.kind == VerdictKind::Refuted && bc.counterexample)
+      attach_case(v, t, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));
+  } else {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::Unsupported;
+    v.message = fmt::format("no certifier for the bounded claim {} of {}", t.obligation.claim, t.shape);
+  }
+  if (!v.proved() && v.scope.text.empty()) v.scope = Scope{false, concrete_scope(t.src)};
+  v.seconds = elapsed(t0);
+  return v;
+}
+
+std::string cache_key(const Task& t, const Limits& limits) {
+  std::string covers;
+  for (const auto& c : t.obligation.covers) covers += c.node + ":" + c.cells + ";";
+  return sha256_hex(fmt::format(
+      "flashproof-verdict|engine {}|semantics {}|z3 {}|tool {}|member {}|shape {}|claim {}|kind {}|rel {}|covers "
+      "{}|statements {}|limits {}\n--- src\n{}--- tgt\n{}",
+      kEngineVersion, kSemanticsVersion, smt::solver_version(), FLASHPROOF_VERSION, t.member, t.shape, t.obligation.claim,
+      obligation_kind_name(t.obligation.kind), t.rel ? fmt::format("{:.17g}", *t.rel) : "-", covers,
+      fmt::join(t.app.statements, ","), to_json(limits).dump(), print_routine(t.src), print_routine(t.tgt)));
+}
+
+std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOptions& o) {
+  std::vector<Verdict> out(tasks.size());
+  std::vector<std::size_t> todo;
+  ProofCache cache(o.cache_dir.empty() ? ProofCache::default_dir() : o.cache_dir);
+  const bool read_cache = o.use_cache && o.dump_smt_dir.empty();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (read_cache) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (auto j = cache.get(cache_key(tasks[i], o.limits))) {
+        try {
+          Verdict v = verdict_from_json(*j);
+          bool usable = !v.counterexample || std::filesystem::exists(v.counterexample->dir);
+          if (usable) {
+            v.id = tasks[i].id;
+            v.repro = tasks[i].repro;
+            v.file = tasks[i].file;
+            v.cached = true;
+            v.seconds = elapsed(t0);
+            if (o.progress) {
+              o.progress->started(tasks[i]);
+              o.progress->finished(tasks[i], v);
+            }
+            out[i] = std::move(v);
+            continue;
+          }
+        } catch (const std::exception&) {
+          // a stale or damaged entry is a miss
+        }
+      }
+    }
+    todo.push_back(i);
+  }
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (;;) {
+      std::size_t k = next.fetch_add(1);
+      if (k >= todo.size()) return;
+      const Task& t = tasks[todo[k]];
+      if (o.progress) o.progress->started(t);
+      Verdict v = discharge(t, o);
+      if (o.use_cache && v.reason != UnknownReason::Timeout) cache.put(cache_key(t, o.limits), to_json(v));
+      if (o.progress) o.progress->finished(t, v);
+      out[todo[k]] = std::move(v);
+    }
+  };
+  const int jobs = std::max(1, std::min<int>(o.jobs, static_cast<int>(todo.size())));
+  if (jobs <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> threads;
+    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+    for (auto& th : threads) th.join();
+  }
+  return out;
+}
+
+}  // namespace fp::verify

@@ -1,0 +1,274 @@
+#include "verify/pair_check.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/diagnostic.h"
+#include "core/numerics.h"
+#include "core/random_inputs.h"
+#include "core/text_printer.h"
+#include "verify/smt/smt.h"
+#include "verify/symbolic/symexec.h"
+
+namespace fp::verify {
+
+namespace {
+
+std::string dims_text(const std::vector<std::int64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Inputs with special values sprinkled in, for the self-check.
+TensorMap special_inputs(const Routine& r, std::uint64_t seed) {
+  TensorMap in = random_inputs(r, seed);
+  SplitMix64 rng(seed ^ 0x5e1fc4ec6ull);
+  const double sp[] = {INFINITY, -INFINITY, NAN, 0.0, -0.0, 1e30, -1e30, 1.0};
+  for (auto& [name, t] : in)
+    for (auto& v : t.data)
+      if (t.prec != Prec::I32 && rng.unit() < 0.2) v = round_to(t.prec, sp[rng.range(0, 7)]);
+  return in;
+}
+
+struct CellRef {
+  std::string node;
+  std::int64_t cell;
+  TermP src, tgt;
+};
+
+smt::SmtLimits smt_limits(const PairCheckOptions& o, const std::string& what) {
+  smt::SmtLimits l;
+  l.rlimit = o.limits.rlimit;
+  l.timeout_s = o.limits.timeout_s;
+  if (!o.dump_prefix.empty()) l.dump_path = o.dump_prefix + "-" + what + ".smt2";
+  return l;
+}
+
+}  // namespace
+
+std::vector<NodeCheck> claim_checks(const std::vector<std::string>& nodes, std::optional<double> rel) {
+  std::vector<NodeCheck> checks;
+  for (const auto& n : nodes) {
+    NodeCheck c;
+    c.node = n;
+    if (rel) {
+      c.kind = NodeCheck::Kind::Relative;
+      c.rel = *rel;
+    }
+    checks.push_back(c);
+  }
+  return checks;
+}
+
+std::string pair_mismatch(const Routine& src, const Routine& tgt, const std::vector<std::string>& nodes) {
+  auto si = src.inputs(), ti = tgt.inputs();
+  if (si.size() != ti.size())
+    return fmt::format("the source has {} inputs, the target {}", si.size(), ti.size());
+  for (std::size_t i = 0; i < si.size(); ++i) {
+    const Node* t = tgt.find_node(si[i]->name);
+    if (!t || !t->is_input) return fmt::format("input {} of the source is not an input of the target", si[i]->name);
+    if (t->dims != si[i]->dims || t->prec != si[i]->prec)
+      return fmt::format("input {} is {}{} in the source but {}{} in the target", si[i]->name,
+                         prec_name(si[i]->prec), dims_text(si[i]->dims), prec_name(t->prec), dims_text(t->dims));
+  }
+  for (const auto& n : nodes) {
+    const Node* a = src.find_node(n);
+    const Node* b = tgt.find_node(n);
+    if (!a || !b) return fmt::format("node {} is missing from the {}", n, a ? "target" : "source");
+    if (a->dims != b->dims || a->prec != b->prec)
+      return fmt::format("node {} is {}{} in the source but {}{} in the target", n, prec_name(a->prec),
+                         dims_text(a->dims), prec_name(b->prec), dims_text(b->dims));
+  }
+  if (nodes.empty()) return "nothing to compare: no covered node (the source has no outputs)";
+  return "";
+}
+
+std::string concrete_scope(const Routine& r) {
+  std::string s = "sizes up to: the routine's own (";
+  bool first = true;
+  for (const Node* n : r.inputs()) {
+    s += fmt::format("{}{}{}", first ? "" : ", ", n->name, dims_text(n->dims));
+    first = false;
+  }
+  if (first) s += "no inputs";
+  return s + ")";
+}
+
+PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::string> nodes,
+                     const PairCheckOptions& o) {
+  PairCheck res;
+  if (nodes.empty())
+    for (const Node* n : src.outputs()) nodes.push_back(n->name);
+  if (std::string why = pair_mismatch(src, tgt, nodes); !why.empty()) {
+    res.kind = VerdictKind::Error;
+    res.message = why;
+    return res;
+  }
+  res.scope = concrete_scope(src);
+  PairRunner runner(with_outputs(src, nodes, false), with_outputs(tgt, nodes, false), claim_checks(nodes, o.rel));
+  const char* claim = o.rel ? "within the bound" : "bitwise";
+
+  // Symbolic execution of both into one store.
+  TermStore store(o.limits.max_terms);
+  std::vector<CellRef> cells, differing;
+  bool symbolic = true;
+  try {
+    SymMemory ms = symexec(src, store), mt = symexec(tgt, store);
+    for (const auto& n : nodes) {
+      const auto& a = ms.at(n);
+      const auto& b = mt.at(n);
+      for (std::size_t i = 0; i < a.size(); ++i) cells.push_back(CellRef{n, static_cast<std::int64_t>(i), a[i], b[i]});
+    }
+    res.steps.push_back(fmt::format("symbolic execution: {} cells of {}, {} distinct terms", cells.size(),
+                                    fmt::join(nodes, ", "), store.size()));
+    // Self-check against the interpreter: each side's terms are its values.
+    for (std::uint64_t seed : {o.limits.seed, o.limits.seed + 7919}) {
+      TensorMap in = seed == o.limits.seed ? random_inputs(src, seed) : special_inputs(src, seed);
+      TensorMap os = interpret(runner.src(), in), ot = interpret(runner.tgt(), in);
+      TermEvaluator es(store, in);
+      std::size_t step = std::max<std::size_t>(1, cells.size() / 2000);
+      for (std::size_t k = 0; k < cells.size(); k += step) {
+        const CellRef& c = cells[k];
+        double vs = es.eval(c.src), vt = es.eval(c.tgt);
+        double is = os.at(c.node).data[static_cast<std::size_t>(c.cell)];
+        double it = ot.at(c.node).data[static_cast<std::size_t>(c.cell)];
+        FP_INTERNAL_CHECK(same_value(vs, is) && same_value(vt, it),
+                          "symbolic execution disagrees with the interpreter at {}[{}]: terms give {} / {}, the "
+                          "interpreter {} / {}",
+                          c.node, c.cell, vs, vt, is, it);
+      }
+    }
+    res.steps.push_back("self-check: the terms of each side evaluate to the interpreter's values (2 input sets)");
+  } catch (const TermLimitExceeded& e) {
+    symbolic = false;
+    res.steps.push_back(fmt::format("symbolic execution stopped: {}", e.what()));
+  }
+  res.cells = static_cast<std::int64_t>(cells.size());
+  for (const auto& c : cells)
+    if (c.src != c.tgt) differing.push_back(c);
+  res.identical = res.cells - static_cast<std::int64_t>(differing.size());
+  if (symbolic) {
+    res.steps.push_back(fmt::format("{} of {} cells have identical terms (proved by hash-consing)", res.identical, res.cells));
+    if (differing.empty()) {
+      res.kind = VerdictKind::Exact;
+      res.message = fmt::format("every covered cell ({}) has the same term in source and target", res.cells);
+      return res;
+    }
+  }
+
+  // Concrete search: a real-exp counterexample is the best answer there is.
+  if (auto found = search_counterexample(runner, o.limits.search_trials, o.limits.seed)) {
+    res.steps.push_back(fmt::format("counterexample search: trial {} ({}) differs", found->trial, found->family));
+    res.kind = VerdictKind::Refuted;
+    res.message = fmt::format("not {}: {}", claim, found->mismatch.text());
+    res.counterexample = std::move(*found);
+    return res;
+  }
+  res.steps.push_back(fmt::format("counterexample search: {} trials, none differs", o.limits.search_trials));
+  if (!symbolic) {
+    res.kind = VerdictKind::Unknown;
+    res.reason = UnknownReason::ResourceLimit;
+    res.message = fmt::format("symbolic execution exceeded {} terms; no counterexample in {} trials",
+                              o.limits.max_terms, o.limits.search_trials);
+    return res;
+  }
+
+  // The encoding compared with itself.
+  {
+    std::vector<TermP> sample;
+    for (std::size_t k = 0; k < differing.size() && sample.size() < 16; ++k) {
+      sample.push_back(differing[k].src);
+      sample.push_back(differing[k].tgt);
+    }
+    smt::SmtOutcome self = smt::self_check(store, sample, smt_limits(o, "self"));
+    FP_INTERNAL_CHECK(self.status != smt::SmtStatus::Sat,
+                      "the SMT encoding is not reflexive: a term differs from its own second encoding");
+    res.steps.push_back(fmt::format("SMT self-check (each side against itself, {} terms): {}", sample.size(),
+                                    self.status == smt::SmtStatus::Unsat ? "unsat" : "unknown (" + self.reason + ")"));
+    TensorMap in = random_inputs(src, o.limits.seed);
+    TermEvaluator ev(store, in);
+    std::map<std::uint32_t, double> vals;
+    for (std::size_t v = 0; v < store.vars().size(); ++v) {
+      const VarInfo& vi = store.vars()[v];
+      vals[static_cast<std::uint32_t>(v)] = in.at(vi.node).data[static_cast<std::size_t>(vi.cell)];
+    }
+    int checked = 0;
+    for (std::size_t k = 0; k < differing.size() && checked < 4; ++k)
+      for (TermP t : {differing[k].src, differing[k].tgt}) {
+        if (t->approx || reachable_count({t}) > 400) continue;
+        auto z = smt::evaluate_encoding(store, t, vals);
+        FP_INTERNAL_CHECK(z && same_value(*z, ev.eval(t)),
+                          "the SMT encoding of {} evaluates to {} where the semantics give {}", print_term(t), z ? *z : 0,
+                          ev.eval(t));
+        ++checked;
+      }
+    if (checked) res.steps.push_back(fmt::format("SMT encoding evaluated on concrete inputs: {} terms agree", checked));
+  }
+
+  // Z3 on the remaining cells, in chunks.
+  const std::size_t chunk = 32;
+  int query = 0;
+  for (std::size_t at = 0; at < differing.size(); at += chunk) {
+    std::vector<std::pair<TermP, TermP>> pairs;
+    bool approx = false;
+    for (std::size_t k = at; k < std::min(differing.size(), at + chunk); ++k) {
+      pairs.emplace_back(differing[k].src, differing[k].tgt);
+      approx = approx || differing[k].src->approx || differing[k].tgt->approx;
+    }
+    auto ask = [&](bool cuts) {
+      smt::FpQueryOptions fo;
+      fo.cut_shared = cuts;
+      smt::SmtLimits lim = smt_limits(o, fmt::format("q{}{}", ++query, cuts ? "-cut" : ""));
+      lim.comment = fmt::format("flashproof verify: is there an input where a covered cell is not {}? ({} cells)",
+                                claim, pairs.size());
+      return o.rel ? smt::find_bound_violation(store, pairs, *o.rel, fo, lim) : smt::find_difference(store, pairs, fo, lim);
+    };
+    smt::SmtOutcome out = ask(true);
+    if (out.status == smt::SmtStatus::Sat && out.used_cuts) out = ask(false);
+    const std::string cells_text = fmt::format("cells {}..{}", at + 1, at + pairs.size());
+    if (out.status == smt::SmtStatus::Unsat) {
+      res.steps.push_back(fmt::format("Z3: {} {} for every input (unsat, {:.2f}s)", cells_text, claim, out.seconds));
+      continue;
+    }
+    if (out.status == smt::SmtStatus::Unknown) {
+      res.kind = VerdictKind::Unknown;
+      res.reason = out.timed_out ? UnknownReason::Timeout : UnknownReason::ResourceLimit;
+      res.message = fmt::format("Z3 could not decide {} ({})", cells_text, out.reason);
+      res.steps.push_back(res.message);
+      return res;
+    }
+    std::map<std::pair<std::string, std::int64_t>, double> vals;
+    for (const auto& [v, x] : out.inputs) vals[{store.vars()[v].node, store.vars()[v].cell}] = x;
+    TensorMap in = inputs_from_cells(src, vals);
+    if (auto m = runner.run(in)) {
+      res.steps.push_back(fmt::format("Z3 model for {} replayed on the interpreter: it differs", cells_text));
+      res.kind = VerdictKind::Refuted;
+      res.message = fmt::format("not {}: {}", claim, m->text());
+      res.counterexample = Found{std::move(in), *m, "solver model", 0};
+      return res;
+    }
+    FP_INTERNAL_CHECK(approx,
+                      "Z3 found a model separating terms without exp or pow that the interpreter does not reproduce "
+                      "(an encoding bug); cells {}",
+                      cells_text);
+    res.kind = VerdictKind::Unknown;
+    res.reason = UnknownReason::Approximation;
+    const CellRef& w = differing[at + static_cast<std::size_t>(std::max(0, out.witness))];
+    res.message = fmt::format(
+        "Z3 separates {}[{}] only through exp or pow (uninterpreted); the interpreter's exp does not reproduce the "
+        "difference on the model's inputs",
+        w.node, w.cell);
+    res.steps.push_back(res.message);
+    return res;
+  }
+  res.kind = o.rel ? VerdictKind::Bounded : VerdictKind::Exact;
+  res.message = fmt::format("{} cells identical as terms, {} proved {} by Z3 for every input (exp, pow uninterpreted)",
+                            res.identical, differing.size(), claim);
+  return res;
+}
+
+}  // namespace fp::verify

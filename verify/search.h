@@ -1,0 +1,39 @@
+#pragma once
+// Concrete counterexample search and minimization, on the interpreter.
+//
+// The search draws input sets from a fixed family ladder (deterministic in the seed): the
+// routine's own random inputs, rescaled random inputs (tiny to near overflow), one special value
+// (±inf, NaN, ±max finite, huge, ±0, the smallest subnormal) in one cell — systematically over
+// every cell while the budget allows — a special value over a whole slice of one axis (so that a
+// whole row of scores becomes -inf, say), ties (a constant), small integers, sparse inputs.
+//
+// Minimization (Alive2 prints only minimized counterexamples): greedily, per cell, the simplest
+// value that keeps the failure — 0, then 1, -1, 2, -2, 0.5, then the special values — so the
+// result has the fewest nonzero and special cells and the smallest values the search can find;
+// then the mismatch is re-derived.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "verify/compare.h"
+
+namespace fp::verify {
+
+struct Found {
+  TensorMap inputs;
+  Mismatch mismatch;
+  std::string family;  // which trial family found it
+  int trial = 0;
+};
+
+std::optional<Found> search_counterexample(const PairRunner& runner, int trials, std::uint64_t seed);
+
+// Minimizes a failing input set within `budget` interpreter runs (pairs).
+Found minimize_counterexample(const PairRunner& runner, Found found, int budget = 400);
+
+// Inputs from solver values: store variables' (node, cell) values, every other cell 0, each
+// value rounded to its node's precision.
+TensorMap inputs_from_cells(const Routine& r, const std::map<std::pair<std::string, std::int64_t>, double>& cells);
+
+}  // namespace fp::verify
