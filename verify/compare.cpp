@@ -20,14 +20,33 @@ std::vector<std::int64_t> unflatten(std::int64_t cell, const std::vector<std::in
   return idx;
 }
 
+// The smallest magnitude that rounds to infinity at p: max + ulp(max)/2 = 2^emax·(2 - 2^-bits).
+long double overflow_threshold(Prec p) {
+  switch (p) {
+    case Prec::F64: return std::ldexp(2.0L - std::ldexp(1.0L, -53), 1023);
+    case Prec::F32: return std::ldexp(2.0L - std::ldexp(1.0L, -24), 127);
+    case Prec::F16: return std::ldexp(2.0L - std::ldexp(1.0L, -11), 15);
+    case Prec::BF16: return std::ldexp(2.0L - std::ldexp(1.0L, -8), 127);
+    case Prec::I32: break;
+  }
+  return INFINITY;
+}
+
 // Error as a fraction of what is allowed: <= 1 holds.
 double ratio_of(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
-  if (std::isinf(s) || std::isinf(t)) return s == t ? 0 : INFINITY;
-  const long double diff = std::fabs(static_cast<long double>(t) - static_cast<long double>(s));
   const long double mag = c.kind == NodeCheck::Kind::Relative ? std::fabs(static_cast<long double>(s)) : scale;
   const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
+  if (std::isinf(s) || std::isinf(t)) {
+    if (s == t) return 0;
+    if ((std::isinf(s) && std::isinf(t)) || !c.overflow_tolerant) return INFINITY;
+    // One side overflowed: within the bound when the other can reach the overflow threshold.
+    const double fin = std::isinf(s) ? t : s, inf = std::isinf(s) ? s : t;
+    if (std::signbit(fin) != std::signbit(inf) && fin != 0) return INFINITY;
+    return std::fabs(static_cast<long double>(fin)) + allowed >= overflow_threshold(c.prec) ? 1 : INFINITY;
+  }
+  const long double diff = std::fabs(static_cast<long double>(t) - static_cast<long double>(s));
   if (diff == 0) return 0;
   if (!(allowed > 0)) return INFINITY;
   return static_cast<double>(diff / allowed);

@@ -26,6 +26,12 @@ struct NodeCheck {
   double rel = 0;
   double abs = 0;           // absolute slack (underflow terms)
   std::string scale_node;   // Scaled: the node (of the source run) holding the per-cell magnitude
+  // Relative/Scaled derived bounds hold in the absence of overflow: with overflow_tolerant, a
+  // cell where one side is ±inf and the other finite is within the bound when the finite value
+  // plus the allowed error reaches the overflow threshold of `prec` (max + ulp(max)/2). A
+  // hand-written bounded:REL claim is strict (an infinity must be matched exactly).
+  bool overflow_tolerant = false;
+  Prec prec = Prec::F64;
 };
 
 struct Mismatch {

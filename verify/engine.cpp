@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "verify/pair_check.h"
 #include "verify/proof_cache.h"
 #include "verify/smt/smt.h"
+#include "verify/symbolic/symexec.h"
 #include "verify/value_pass_lift.h"
 
 namespace fp::verify {
@@ -40,6 +42,52 @@ const Routine& round_input(const RewriteResult& res, const Routine& r, int round
     if (s.changed) current = &s.routine;
   }
   FP_INTERNAL_CHECK(false, "no snapshot of member {} in round {}", member, round);
+  return r;
+}
+
+// `src` with only `app`'s statements rewritten as in `all` (the round's target with every sibling
+// application of the shape). Aligns the two top-level statement lists: a statement the member
+// left alone is the very same pointer (rewrites' rebuild keeps them); an application's anchor
+// (its first statement) is replaced in place; its other statements are either kept (same pointer)
+// or deleted. nullopt when the lists do not align that way.
+std::optional<Routine> isolate(const Routine& src, const Routine& all, const std::vector<const Application*>& siblings,
+                               const Application& app) {
+  std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(all);
+  std::set<std::size_t> anchors, touched;
+  for (const Application* a : siblings) {
+    if (a->statements.empty()) return std::nullopt;
+    anchors.insert(static_cast<std::size_t>(a->statements[0] - 1));
+    for (int p : a->statements) touched.insert(static_cast<std::size_t>(p - 1));
+  }
+  std::map<std::size_t, StmtP> replaced;
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    if (j < T.size() && S[i] == T[j]) {
+      ++j;
+      continue;
+    }
+    if (!touched.count(i)) return std::nullopt;
+    if (anchors.count(i)) {
+      if (j >= T.size()) return std::nullopt;
+      replaced[i] = T[j++];
+    }
+  }
+  if (j != T.size()) return std::nullopt;
+  std::set<std::size_t> mine;
+  for (int p : app.statements) mine.insert(static_cast<std::size_t>(p - 1));
+  std::vector<StmtP> out;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    if (!mine.count(i)) {
+      out.push_back(S[i]);
+    } else if (auto it = replaced.find(i); it != replaced.end()) {
+      out.push_back(it->second);
+    } else {
+      bool kept = std::find(T.begin(), T.end(), S[i]) != T.end();
+      if (kept) out.push_back(S[i]);
+    }
+  }
+  Routine r = src;
+  r.body = seq(std::move(out));
   return r;
 }
 
@@ -147,6 +195,16 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
                         app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
       targets.emplace(key, std::move(out.routine));
     }
+    // Isolate this application: the source with only its statements rewritten, so that each pair
+    // differs by one application (the others are their own obligations) and a bounded change in
+    // one layer does not reach another layer's obligation through the data.
+    Routine tgt = targets.at(key);
+    {
+      std::vector<const Application*> siblings;
+      for (const auto& a : tt.result.applications)
+        if (a.round == app.round && a.shape == app.shape) siblings.push_back(&a);
+      if (auto iso = isolate(src, tgt, siblings, app)) tgt = std::move(*iso);
+    }
     for (const Obligation& ob : app.obligations) {
       Task t;
       t.id = fmt::format("{}.{}", k, ob.claim);
@@ -155,7 +213,7 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
       t.app = app;
       t.obligation = ob;
       t.src = src;
-      t.tgt = targets.at(key);
+      t.tgt = tgt;
       t.file = file;
       t.repro = repro_base + " --obligation " + t.id;
       tt.tasks.push_back(std::move(t));

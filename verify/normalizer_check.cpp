@@ -550,6 +550,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     c.node = node;
     c.rel = a.rho;
     const Node* nd = src.find_node(node);
+    c.prec = nd->prec;
+    c.overflow_tolerant = node != l;  // l <= n never overflows; downstream values may
     if (a.scaled) {
       c.kind = NodeCheck::Kind::Scaled;
       c.scale_node = "__fp_absdot_" + node;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/numerics.h"
@@ -39,9 +40,9 @@ std::vector<double> specials(Prec p) {
   return {INFINITY, -INFINITY, NAN, mx, -mx, 1e30, -1e30, 0.0, -0.0, min_subnormal(p), 1, -1, 1e4, -1e4, 88.75, -104.0};
 }
 
-enum Family { kRandom, kScaled, kSpecialCell, kSlice, kTies, kInts, kSparse, kSigned, kFamilies };
-const char* const kFamilyNames[] = {"random", "scaled", "special-cell", "special-slice",
-                                    "ties",   "small-integers", "sparse", "one-signed"};
+enum Family { kRandom, kScaled, kSpecialCell, kSlice, kTies, kInts, kSparse, kSigned, kCancel, kFamilies };
+const char* const kFamilyNames[] = {"random", "scaled",         "special-cell", "special-slice", "ties",
+                                    "small-integers", "sparse", "one-signed",   "cancellation"};
 
 double fit(Prec p, double v) { return round_to(p, v); }
 
@@ -139,6 +140,19 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
         for (auto& v : t.data) v = fit(t.prec, t.prec == Prec::I32 ? v : (neg ? -std::fabs(v) : std::fabs(v)));
       break;
     }
+    case kCancel: {
+      // Two large values of opposite signs among small ones: catastrophic cancellation exposes
+      // any change of summation order.
+      std::vector<Cell> cells = all_cells(r);
+      if (cells.size() < 2) break;
+      const double bigs[] = {1e4, 1e8, 1e20, 1e30};
+      const Cell& a = cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
+      const Cell& b = cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
+      double big = bigs[rng.range(0, 3)];
+      in[a.node->name].data[static_cast<std::size_t>(a.index)] = fit(a.node->prec, big);
+      in[b.node->name].data[static_cast<std::size_t>(b.index)] = fit(b.node->prec, -big);
+      break;
+    }
     case kFamilies: break;
   }
   return in;
@@ -172,6 +186,7 @@ Found minimize_counterexample(const PairRunner& runner, Found found, int budget)
         bool done = false;
         for (double cand : simple) {
           if (same_value(cand, old)) {
+            cell = old;  // already the simplest value that fails
             done = true;
             break;
           }
@@ -188,7 +203,7 @@ Found minimize_counterexample(const PairRunner& runner, Found found, int budget)
         // Keep the value, but simpler: an integer, then two significant digits.
         cell = old;
         if (std::isfinite(old)) {
-          for (double cand : {std::round(old), std::stod(fmt_two(old))}) {
+          for (double cand : {std::round(old), std::strtod(fmt_two(old).c_str(), nullptr)}) {
             if (same_value(cand, old) || runs >= budget) continue;
             cell = round_to(t.prec, cand);
             if (auto m = still_fails(found.inputs)) {

@@ -384,12 +384,22 @@ SmtOutcome find_bound_violation(const TermStore& store, const std::vector<std::p
                       }
                       z3::expr nan_s(c, Z3_mk_fpa_is_nan(c, s)), nan_t(c, Z3_mk_fpa_is_nan(c, t));
                       z3::expr inf_s(c, Z3_mk_fpa_is_infinite(c, s)), inf_t(c, Z3_mk_fpa_is_infinite(c, t));
-                      z3::expr rs(c, Z3_mk_fpa_to_real(c, s)), rt(c, Z3_mk_fpa_to_real(c, t));
-                      z3::expr diff = z3::ite(rt >= rs, rt - rs, rs - rt);
-                      z3::expr mag = z3::ite(rs >= 0, rs, -rs);
+                      // |t - s| > rel·|s|, over-approximated in a format every operand converts to
+                      // exactly (a wider exponent, a few more significand bits than the operands'):
+                      // the difference rounded up, the allowed error rounded down, so every true
+                      // violation satisfies the query (unsat proves the bound); a model near the
+                      // boundary may be spurious and is replayed on the interpreter anyway. Few
+                      // significand bits keep the bit-blasted multiplier small.
+                      const FpFormat f = format_of(p);
+                      z3::sort wide = p == Prec::F64 ? c.fpa_sort(15, 64) : c.fpa_sort(11, f.sbits + 6);
+                      z3::expr rne(c, Z3_mk_fpa_rne(c)), rtp(c, Z3_mk_fpa_rtp(c)), rtz(c, Z3_mk_fpa_rtz(c));
+                      z3::expr ws(c, Z3_mk_fpa_to_fp_float(c, rne, s, wide)), wt(c, Z3_mk_fpa_to_fp_float(c, rne, t, wide));
+                      z3::expr diff(c, Z3_mk_fpa_abs(c, z3::expr(c, Z3_mk_fpa_sub(c, rtp, wt, ws))));
+                      z3::expr rel_w(c, Z3_mk_fpa_to_fp_float(c, rne, c.fpa_val(rel), wide));
+                      z3::expr allowed(c, Z3_mk_fpa_mul(c, rtz, rel_w, z3::expr(c, Z3_mk_fpa_abs(c, ws))));
                       z3::expr finite = !nan_s && !nan_t && !inf_s && !inf_t;
                       return (nan_s != nan_t) || (!nan_s && !nan_t && (inf_s || inf_t) && !(s == t)) ||
-                             (finite && diff > detail::real_of(c, rel) * mag);
+                             (finite && z3::expr(c, Z3_mk_fpa_gt(c, diff, allowed)));
                     });
 }
 

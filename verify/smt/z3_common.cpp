@@ -58,9 +58,10 @@ SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
   } else {
     o.status = SmtStatus::Unknown;
     o.reason = s.reason_unknown();
-    o.resource_out = o.reason.find("resource") != std::string::npos;
-    o.timed_out = !o.resource_out && (o.reason.find("timeout") != std::string::npos ||
-                                      o.reason.find("canceled") != std::string::npos);
+    // Z3 reports an exhausted rlimit as "max. resource limit exceeded" or, from some tactics,
+    // "canceled"; only the clock tells the wall-clock backstop apart.
+    o.timed_out = o.reason.find("timeout") != std::string::npos || o.seconds >= 0.95 * limits.timeout_s;
+    o.resource_out = !o.timed_out;
   }
   return o;
 }

@@ -181,11 +181,37 @@ TermP TermStore::make(TermOp op, Prec p, std::initializer_list<TermP> args) {
   return intern(t);
 }
 
+namespace {
+// t's value is always a value of precision p, with t built from exact widenings of p-terms,
+// p-representable constants, and max/min of such (max and min return one of their operands, or
+// NaN, so their result stays representable).
+bool narrowable(TermP t, Prec p, int depth = 0) {
+  if (depth > 64 || !is_float(p) || !is_float(t->prec)) return false;
+  switch (t->op) {
+    case TermOp::Cvt: return t->args[0]->prec == p && converts_exactly(p, t->prec);
+    case TermOp::Const: return representable(p, t->value);
+    case TermOp::Max:
+    case TermOp::Min: return narrowable(t->args[0], p, depth + 1) && narrowable(t->args[1], p, depth + 1);
+    default: return false;
+  }
+}
+}  // namespace
+
+TermP TermStore::narrow(TermP t, Prec p) {
+  switch (t->op) {
+    case TermOp::Cvt: return t->args[0];
+    case TermOp::Const: return constant(t->value, p);
+    default: return make(t->op, p, {narrow(t->args[0], p), narrow(t->args[1], p)});
+  }
+}
+
 TermP TermStore::convert(TermP a, Prec to) {
   if (a->prec == to) return a;
   if (a->op == TermOp::Const) return constant(round_to(to, a->value), to);
-  // Narrowing back an exact widening gives the original value.
-  if (a->op == TermOp::Cvt && a->args[0]->prec == to && converts_exactly(to, a->prec)) return a->args[0];
+  // Narrowing a value that is exactly a `to` value gives that value: the narrowing of an exact
+  // widening, and max/min of such values computed at the wider precision (max.f32 of widened f16
+  // scores is max.f16 of the scores).
+  if (narrowable(a, to)) return narrow(a, to);
   return make(TermOp::Cvt, to, {a});
 }
 

@@ -19,9 +19,11 @@
 //   Pow    the C library's pow (implementation-defined): uninterpreted as well.
 //
 // The store folds operations on constants (with core/numerics.h, i.e. the semantics themselves),
-// drops conversions to a term's own precision, and removes a narrowing conversion of an exact
-// widening (cvt.f16(cvt.f32(x.f16)) = x). Nothing else is simplified: both sides of a comparison
-// go through the same store, so any further rewriting would only hide differences from the solver.
+// drops conversions to a term's own precision, and narrows a conversion of a value that is exactly
+// a value of the target precision: cvt.f16(cvt.f32(x.f16)) = x, and cvt.f16(max.f32(cvt.f32(a),
+// cvt.f32(b))) = max.f16(a, b) (max and min return an operand or NaN, the same at every
+// precision). Nothing else is simplified: every rule is an identity of the semantics, checked by
+// the evaluator tests; anything beyond that is left to the solver.
 
 #include <cstddef>
 #include <cstdint>
@@ -104,6 +106,7 @@ class TermStore {
   };
   TermP intern(Term t);
   TermP make(TermOp op, Prec p, std::initializer_list<TermP> args);
+  TermP narrow(TermP t, Prec p);
 
   std::size_t max_terms_;
   std::deque<Term> terms_;

@@ -1,0 +1,181 @@
+// Figures of the verify engine (docs/verify.md "Benchmarks"):
+//   BM_VerifyAttentionSuite  every obligation of the tier on the attention programs
+//                            (verify/attention_suite.h), no cache: time per obligation (median,
+//                            p95, max) per claim kind
+//   BM_CacheHit              the same tasks answered from the proof cache: time per verdict
+//   BM_Tightness/<prec>      worst observed error / bound on 10^4 MPFR rows (the certificate's (c))
+//   BM_RealsCertificate      Z3 over the reals, n = 1..3, every pattern: time and proved count
+//   BM_ExpUlpF32             fp_exp64's error in binary64 ulps over f32 inputs (the bound's η for
+//                            f32 arguments), against long double expl; every 4099th pattern by
+//                            default, all 2^32 with FLASHPROOF_EXP_F32_STRIDE=1 (minutes)
+// Run: build/bench/verify_bench [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "core/numerics.h"
+#include "verify/attention_suite.h"
+#include "verify/bounds/bound_formula.h"
+#include "verify/bounds/mpfr_reference.h"
+#include "verify/engine.h"
+#include "verify/smt/smt.h"
+
+namespace fp::verify {
+namespace {
+
+std::vector<Task> suite_tasks() {
+  std::vector<Task> tasks;
+  Config cfg;
+  cfg.online_softmax = true;
+  for (const auto& c : attention_suite()) {
+    TierTasks tt = tier_tasks(build_attention(c.spec), cfg, {}, c.name + ".fp", "flashproof verify " + c.name + ".fp");
+    for (auto& t : tt.tasks) {
+      t.id = c.name + "/" + t.id;
+      tasks.push_back(std::move(t));
+    }
+  }
+  return tasks;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  return v[std::min(k, v.size() - 1)];
+}
+
+EngineOptions bench_options(bool cache, const std::string& dir) {
+  EngineOptions o;
+  o.use_cache = cache;
+  o.cache_dir = dir;
+  o.cex_dir = (std::filesystem::temp_directory_path() / "flashproof-verify-bench-cex").string();
+  return o;
+}
+
+void BM_VerifyAttentionSuite(benchmark::State& state) {
+  std::vector<Task> tasks = suite_tasks();
+  std::map<std::string, std::vector<double>> by_claim;
+  std::vector<double> all;
+  int proved = 0;
+  for (auto _ : state) {
+    std::vector<Verdict> vs = verify_tasks(tasks, bench_options(false, ""));
+    for (const auto& v : vs) {
+      by_claim[v.claim].push_back(v.seconds);
+      all.push_back(v.seconds);
+      proved += v.proved();
+    }
+  }
+  state.counters["obligations"] = static_cast<double>(tasks.size());
+  state.counters["proved"] = static_cast<double>(proved) / static_cast<double>(state.iterations());
+  state.counters["median_ms"] = 1e3 * percentile(all, 0.5);
+  state.counters["p95_ms"] = 1e3 * percentile(all, 0.95);
+  state.counters["max_ms"] = 1e3 * percentile(all, 1.0);
+  for (const auto& [claim, t] : by_claim) {
+    state.counters[claim + "_median_ms"] = 1e3 * percentile(t, 0.5);
+    state.counters[claim + "_p95_ms"] = 1e3 * percentile(t, 0.95);
+  }
+}
+BENCHMARK(BM_VerifyAttentionSuite)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_CacheHit(benchmark::State& state) {
+  std::vector<Task> tasks = suite_tasks();
+  std::string dir = (std::filesystem::temp_directory_path() / "flashproof-verify-bench-cache").string();
+  std::filesystem::remove_all(dir);
+  verify_tasks(tasks, bench_options(true, dir));  // fill
+  std::vector<double> per;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Verdict> vs = verify_tasks(tasks, bench_options(true, dir));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int hits = 0;
+    for (const auto& v : vs) hits += v.cached;
+    if (hits != static_cast<int>(vs.size())) state.SkipWithError("not every verdict came from the cache");
+    per.push_back(s / static_cast<double>(vs.size()));
+  }
+  state.counters["per_verdict_us"] = 1e6 * percentile(per, 0.5);
+  state.counters["obligations"] = static_cast<double>(tasks.size());
+}
+BENCHMARK(BM_CacheHit)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+void BM_Tightness(benchmark::State& state) {
+  const Prec p = static_cast<Prec>(state.range(0));
+  MpfrReport r;
+  for (auto _ : state) {
+    Limits l;
+    r = mpfr_check_normalizer(p, 64, l);
+  }
+  state.SetLabel(prec_name(p));
+  state.counters["rows"] = r.rows;
+  state.counters["violations"] = r.violations;
+  state.counters["tightness"] = r.worst_pair;
+  state.counters["src_of_Bsrc"] = r.worst_src;
+  state.counters["tgt_of_Btgt"] = r.worst_tgt;
+}
+BENCHMARK(BM_Tightness)
+    ->Arg(static_cast<int>(Prec::F64))
+    ->Arg(static_cast<int>(Prec::F32))
+    ->Arg(static_cast<int>(Prec::F16))
+    ->Arg(static_cast<int>(Prec::BF16))
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+void BM_RealsCertificate(benchmark::State& state) {
+  int proved = 0, total = 0;
+  for (auto _ : state) {
+    proved = total = 0;
+    for (int n = 1; n <= 3; ++n)
+      for (int pat = 0; pat < (1 << (n - 1)); ++pat) {
+        smt::RealBoundQuery q;
+        q.n = n;
+        for (int i = 0; i < n - 1; ++i) q.pattern += ((pat >> i) & 1) ? '1' : '0';
+        q.rel = normalizer_bound(Prec::F32, Prec::F32, n, 0.52).rel;
+        smt::SmtLimits lim;
+        lim.timeout_s = 5;
+        proved += smt::check_real_bound(q, lim).status == smt::SmtStatus::Unsat;
+        ++total;
+      }
+  }
+  state.counters["proved"] = proved;
+  state.counters["patterns"] = total;
+}
+BENCHMARK(BM_RealsCertificate)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_ExpUlpF32(benchmark::State& state) {
+  std::uint64_t stride = 4099;
+  if (const char* s = std::getenv("FLASHPROOF_EXP_F32_STRIDE")) stride = std::max<std::uint64_t>(1, std::strtoull(s, nullptr, 10));
+  double worst = 0, worst_x = 0;
+  std::uint64_t checked = 0;
+  for (auto _ : state) {
+    for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += stride) {
+      float xf = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+      if (!std::isfinite(xf)) continue;
+      double x = xf;
+      double got = fp_exp64(x);
+      if (!std::isfinite(got) || got < 0x1p-1022) continue;  // overflow / subnormal: absolute terms
+      long double ref = std::exp(static_cast<long double>(x));
+      int e = 0;
+      std::frexp(got, &e);
+      double err = static_cast<double>(std::fabs(static_cast<long double>(got) - ref) / std::ldexp(1.0L, e - 53));
+      ++checked;
+      if (err > worst) {
+        worst = err;
+        worst_x = x;
+      }
+    }
+  }
+  state.counters["max_ulp_f64"] = worst;
+  state.counters["worst_x"] = worst_x;
+  state.counters["checked"] = static_cast<double>(checked);
+  state.counters["stride"] = static_cast<double>(stride);
+}
+BENCHMARK(BM_ExpUlpF32)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+}  // namespace fp::verify

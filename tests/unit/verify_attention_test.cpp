@@ -1,0 +1,86 @@
+// The verify engine on the tier issue's attention programs (verify/attention_suite.h): every
+// shape-2 application is exact for all sizes, every shape-1 application's max is exact and its
+// normalizer bounded with the certified bound, the interpreter differential inside it.
+
+#include <gtest/gtest.h>
+
+#include "core/checker.h"
+#include "verify/attention_suite.h"
+#include "verify/engine.h"
+
+namespace fp::verify {
+namespace {
+
+Limits fast_limits() {
+  Limits l;
+  l.search_trials = 200;
+  l.real_n = 2;
+  l.mpfr_rows = 2000;  // verify_bounds_test runs the full 10^4-row certificate
+  return l;
+}
+
+void expect_table(const std::string& name) {
+  for (const auto& c : attention_suite()) {
+    if (c.name != name) continue;
+    SCOPED_TRACE(c.name);
+    Routine r = build_attention(c.spec);
+    Config cfg;
+    cfg.online_softmax = true;
+    TierTasks tt = tier_tasks(r, cfg, {}, c.name + ".fp", "flashproof verify " + c.name + ".fp");
+    ASSERT_FALSE(tt.tasks.empty());
+    EngineOptions o;
+    o.limits = fast_limits();
+    o.use_cache = false;
+    std::vector<Verdict> vs = verify_tasks(tt.tasks, o);
+    int shape1 = 0, shape2 = 0;
+    for (const auto& v : vs) {
+      SCOPED_TRACE(v.id + ": " + v.message);
+      if (v.claim == "value-pass") {
+        ++shape2;
+        EXPECT_EQ(v.kind, VerdictKind::Exact);
+        EXPECT_TRUE(v.scope.all_sizes);
+        EXPECT_EQ(v.scope.text, "all sizes");
+      } else if (v.claim == "normalizer-max") {
+        ++shape1;
+        EXPECT_EQ(v.kind, VerdictKind::Exact);
+      } else if (v.claim == "normalizer-sum") {
+        EXPECT_EQ(v.kind, VerdictKind::Bounded);
+        ASSERT_TRUE(v.bound.has_value());
+        EXPECT_GT(v.bound->value, 0);
+        EXPECT_LE(v.bound->worst_observed, 1.0);
+        EXPECT_GE(v.bound->tightness, 0);
+        EXPECT_LE(v.bound->tightness, 1.0);
+        for (const auto& d : v.bound->downstream) EXPECT_LE(d.worst_observed, 1.0) << d.node;
+        bool recurrence = false;
+        for (const auto& p : v.bound->parts) recurrence = recurrence || (p.name == "(i) recurrence" && p.status == "proved");
+        EXPECT_TRUE(recurrence);
+      } else {
+        ADD_FAILURE() << "unexpected claim " << v.claim;
+      }
+      EXPECT_FALSE(v.solver.version.empty());
+      EXPECT_FALSE(v.repro.empty());
+    }
+    EXPECT_EQ(shape1, c.spec.layers);
+    EXPECT_GE(shape2, c.spec.layers);
+    return;
+  }
+  FAIL() << "no case " << name;
+}
+
+TEST(VerifyAttention, ForwardF32) { expect_table("forward-f32"); }
+TEST(VerifyAttention, Masks) {
+  for (auto n : {"causal", "prefix-2", "padding-1", "causal-sq5-sk2-masked-rows", "sq2-sk5"}) expect_table(n);
+}
+TEST(VerifyAttention, MaskFills) {
+  expect_table("fill-nan");
+  expect_table("fill-finite");
+}
+TEST(VerifyAttention, Precisions) {
+  for (auto n : {"f64", "f16", "bf16"}) expect_table(n);
+}
+TEST(VerifyAttention, LayersDropoutTraining) {
+  for (auto n : {"layers-2", "dropout", "train-f32"}) expect_table(n);
+}
+
+}  // namespace
+}  // namespace fp::verify

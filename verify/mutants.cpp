@@ -1,0 +1,356 @@
+#include "verify/mutants.h"
+
+#include <functional>
+
+#include "core/diagnostic.h"
+#include "verify/symbolic/symexec.h"
+
+namespace fp::verify {
+
+namespace {
+
+using ExprMap = std::function<ExprP(const ExprP&)>;
+
+// Bottom-up rewrite of an expression.
+ExprP map_expr(const ExprP& e, const ExprMap& f) {
+  if (!e) return e;
+  if (e->args.empty()) return f(e);
+  auto copy = std::make_shared<Expr>(*e);
+  for (auto& a : copy->args) a = map_expr(a, f);
+  return f(copy);
+}
+
+// Bottom-up rewrite of a statement tree: `f` sees each statement with its children rewritten.
+StmtP map_stmt(const StmtP& s, const std::function<StmtP(const StmtP&)>& f) {
+  if (s->body.empty()) return f(s);
+  auto copy = std::make_shared<Stmt>(*s);
+  for (auto& b : copy->body) b = map_stmt(b, f);
+  return f(copy);
+}
+
+// Every own expression of every statement in the tree.
+StmtP map_exprs(const StmtP& s, const ExprMap& f) {
+  return map_stmt(s, [&](const StmtP& st) {
+    auto copy = std::make_shared<Stmt>(*st);
+    if (copy->value) copy->value = map_expr(copy->value, f);
+    for (auto& c : copy->carried) c.init = map_expr(c.init, f);
+    return StmtP(copy);
+  });
+}
+
+ExprP retype_local(const ExprP& e, const std::string& name, Prec p) {
+  return map_expr(e, [&](const ExprP& x) -> ExprP {
+    if (x->kind == ExprKind::GetLocal && x->name == name) return get_local(name, p);
+    return x;
+  });
+}
+
+Index subst(const Index& idx, const std::string& sym, const Index& by) {
+  Index out;
+  out.offset = idx.offset;
+  for (const auto& t : idx.terms) {
+    if (t.sym != sym) {
+      out.terms.push_back(t);
+      continue;
+    }
+    for (const auto& bt : by.terms) out.terms.push_back(Index::Term{t.coef * bt.coef, bt.sym});
+    out.offset += t.coef * by.offset;
+  }
+  return out.canonical();
+}
+
+ExprP subst_expr(const ExprP& e, const std::string& sym, const Index& by) {
+  return map_expr(e, [&](const ExprP& x) -> ExprP {
+    if (x->kind != ExprKind::Get && x->kind != ExprKind::EmbedIndex) return x;
+    auto copy = std::make_shared<Expr>(*x);
+    for (auto& i : copy->indices) i = subst(i, sym, by);
+    return copy;
+  });
+}
+
+Routine with_top_level(const Routine& r, std::vector<StmtP> top) {
+  Routine out = r;
+  out.body = seq(std::move(top));
+  return out;
+}
+
+// ---- shape 1 ------------------------------------------------------------------------------------
+
+struct ScanParts {
+  const Stmt* scan = nullptr;
+  std::string mp, mn, lp, ln, xs;
+  Prec q = Prec::F32;
+  ExprP low;
+};
+
+ScanParts find_scan(const Routine& r) {
+  ScanParts p;
+  std::function<void(const StmtP&)> walk = [&](const StmtP& s) {
+    if (p.scan) return;
+    if (s->kind == StmtKind::Scan) {
+      p.scan = s.get();
+      return;
+    }
+    for (const auto& b : s->body) walk(b);
+  };
+  walk(r.body);
+  FP_INTERNAL_CHECK(p.scan && p.scan->carried.size() == 2 && p.scan->body.size() == 6,
+                    "no normalizer scan in the routine");
+  p.mp = p.scan->carried[0].prev;
+  p.mn = p.scan->carried[0].next;
+  p.lp = p.scan->carried[1].prev;
+  p.ln = p.scan->carried[1].next;
+  p.q = p.scan->carried[1].prec;
+  p.xs = p.scan->body[0]->name;
+  // ln := add(mul(lp, exp(sub(max(mp, LOW), max(mn, LOW)))), term): LOW is the max's constant.
+  p.low = p.scan->body[3]->value->args[0]->args[1]->args[0]->args[0]->args[1];
+  return p;
+}
+
+// The routine with the scan replaced by f(scan).
+Routine mutate_scan(const Routine& r, const ScanParts& sp, const std::function<StmtP(const Stmt&)>& f) {
+  Routine out = r;
+  out.body = map_stmt(r.body, [&](const StmtP& s) -> StmtP {
+    if (s->kind == StmtKind::Scan && s->carried.size() == 2 && s->carried[0].prev == sp.mp) return f(*s);
+    return s;
+  });
+  return out;
+}
+
+// Replaces the value of the body statement at `k`.
+Routine scan_body_value(const Routine& r, const ScanParts& sp, std::size_t k, ExprP value) {
+  return mutate_scan(r, sp, [&](const Stmt& scan) {
+    auto copy = std::make_shared<Stmt>(scan);
+    auto st = std::make_shared<Stmt>(*copy->body[k]);
+    st->value = value;
+    copy->body[k] = st;
+    return StmtP(copy);
+  });
+}
+
+}  // namespace
+
+std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt) {
+  const ScanParts sp = find_scan(tgt);
+  const Prec q = sp.q;
+  auto L = [&](const std::string& n) { return get_local(n, q); };
+  auto fl = [&](ExprP v) { return binary(BinOp::Max, std::move(v), sp.low, q); };
+  auto ex = [&](ExprP v) { return unary(UnOp::Exp, std::move(v), q); };
+  auto sub = [&](ExprP a, ExprP b) { return binary(BinOp::Sub, std::move(a), std::move(b), q); };
+  auto mul = [&](ExprP a, ExprP b) { return binary(BinOp::Mul, std::move(a), std::move(b), q); };
+  auto add = [&](ExprP a, ExprP b) { return binary(BinOp::Add, std::move(a), std::move(b), q); };
+  const ExprP resc = ex(sub(fl(L(sp.mp)), fl(L(sp.mn))));
+  const ExprP term = ex(sub(L(sp.xs), fl(L(sp.mn))));
+  std::vector<Mutant> out;
+  auto ln_mutant = [&](std::string id, std::string what, ExprP v) {
+    out.push_back(Mutant{std::move(id), std::move(what), scan_body_value(tgt, sp, 3, std::move(v))});
+  };
+  ln_mutant("rescale-swapped-sub", "the rescale exponent subtracts the new maximum from the old (swapped operands)",
+            add(mul(L(sp.lp), ex(sub(fl(L(sp.mn)), fl(L(sp.mp))))), term));
+  ln_mutant("rescale-dropped", "the running sum is not rescaled at a new maximum", add(L(sp.lp), term));
+  ln_mutant("missing-floor-term", "the term's exponent uses the running maximum without the floor at LOWEST",
+            add(mul(L(sp.lp), resc), ex(sub(L(sp.xs), L(sp.mn)))));
+  ln_mutant("missing-floor-rescale", "the rescale exponent uses both maxima without the floor at LOWEST",
+            add(mul(L(sp.lp), ex(sub(L(sp.mp), L(sp.mn)))), term));
+  ln_mutant("swapped-term-sub", "the term's exponent is max - x instead of x - max (swapped operands)",
+            add(mul(L(sp.lp), resc), ex(sub(fl(L(sp.mn)), L(sp.xs)))));
+  ln_mutant("term-uses-previous-max", "the term is shifted by the previous maximum, not the new one",
+            add(mul(L(sp.lp), resc), ex(sub(L(sp.xs), fl(L(sp.mp))))));
+  ln_mutant("rescale-mul-to-add", "the rescale is added to the running sum instead of multiplying it",
+            add(add(L(sp.lp), resc), term));
+  out.push_back(Mutant{"dropped-nan-store", "the NaN store of an all -inf row is dropped (l = the carried sum)",
+                       scan_body_value(tgt, sp, 5, L(sp.ln))});
+  out.push_back(Mutant{"store-previous-max", "the maximum stored is the previous one", scan_body_value(tgt, sp, 4, L(sp.mp))});
+  out.push_back(Mutant{"narrowed-state", "the carried sum is narrowed to bf16",
+                       mutate_scan(tgt, sp, [&](const Stmt& scan) {
+                         auto copy = std::make_shared<Stmt>(scan);
+                         copy->carried[1].prec = Prec::BF16;
+                         copy->carried[1].init = constant(0.0, Prec::BF16);
+                         StmtP body = seq(copy->body);
+                         body = map_exprs(body, [&](const ExprP& e) -> ExprP {
+                           if (e->kind == ExprKind::GetLocal && (e->name == sp.lp || e->name == sp.ln))
+                             return get_local(e->name, Prec::BF16);
+                           return e;
+                         });
+                         copy->body = body->body;
+                         return StmtP(copy);
+                       })});
+  out.push_back(Mutant{"narrowed-score-read", "the score is read into a bf16 local",
+                       mutate_scan(tgt, sp, [&](const Stmt& scan) {
+                         auto copy = std::make_shared<Stmt>(scan);
+                         copy->body[0] = declare_local(sp.xs, Prec::BF16);
+                         StmtP body = seq(copy->body);
+                         body = map_exprs(body, [&](const ExprP& e) { return retype_local(e, sp.xs, Prec::BF16); });
+                         copy->body = body->body;
+                         return StmtP(copy);
+                       })});
+  out.push_back(Mutant{"wrong-max-init", "the running maximum starts at 0 instead of -inf",
+                       mutate_scan(tgt, sp, [&](const Stmt& scan) {
+                         auto copy = std::make_shared<Stmt>(scan);
+                         copy->carried[0].init = constant(0.0, q);
+                         return StmtP(copy);
+                       })});
+  out.push_back(Mutant{"off-by-one-end", "the scan stops one key early", mutate_scan(tgt, sp, [&](const Stmt& scan) {
+                         auto copy = std::make_shared<Stmt>(scan);
+                         copy->to -= 1;
+                         return StmtP(copy);
+                       })});
+  out.push_back(Mutant{"off-by-one-start", "the scan skips the first key", mutate_scan(tgt, sp, [&](const Stmt& scan) {
+                         auto copy = std::make_shared<Stmt>(scan);
+                         copy->from += 1;
+                         return StmtP(copy);
+                       })});
+  return out;
+}
+
+// ---- shape 2 ------------------------------------------------------------------------------------
+
+namespace {
+
+struct LoopSpec {
+  std::string sym;
+  std::int64_t from, to;
+};
+
+struct Hoisted {
+  std::vector<LoopSpec> outer, inner;
+  std::string local;
+  Prec prec = Prec::F32;
+  ExprP read;
+  const Stmt* store = nullptr;
+};
+
+Hoisted parse_hoisted(const StmtP& s) {
+  Hoisted h;
+  const Stmt* cur = s.get();
+  while (cur->kind == StmtKind::For && cur->body.size() == 1) {
+    h.outer.push_back(LoopSpec{cur->sym, cur->from, cur->to});
+    cur = cur->body[0].get();
+  }
+  if (cur->kind == StmtKind::For) h.outer.push_back(LoopSpec{cur->sym, cur->from, cur->to});
+  FP_INTERNAL_CHECK(cur->body.size() == 3, "not a hoisted value pass");
+  h.local = cur->body[0]->name;
+  h.prec = cur->body[0]->prec;
+  h.read = cur->body[1]->value;
+  cur = cur->body[2].get();
+  while (cur->kind == StmtKind::For) {
+    h.inner.push_back(LoopSpec{cur->sym, cur->from, cur->to});
+    cur = cur->body[0].get();
+  }
+  h.store = cur;
+  return h;
+}
+
+StmtP build_hoisted(const Hoisted& h, Prec local_prec, const ExprP& read, const std::string& target,
+                    const std::vector<Index>& indices, const ExprP& value) {
+  StmtP inner = set(target, indices, value);
+  for (auto it = h.inner.rbegin(); it != h.inner.rend(); ++it) inner = for_loop(it->sym, it->from, it->to, {inner});
+  std::vector<StmtP> body = {declare_local(h.local, local_prec), set_local(h.local, read), inner};
+  if (h.outer.empty()) return seq(std::move(body));
+  StmtP s = for_loop(h.outer.back().sym, h.outer.back().from, h.outer.back().to, std::move(body));
+  for (auto it = h.outer.rbegin() + 1; it != h.outer.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
+  return s;
+}
+
+bool mentions_sym(const std::vector<Index>& idx, const std::string& sym) {
+  for (const auto& i : idx)
+    if (i.mentions(sym)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& app) {
+  std::vector<StmtP> top = top_level_statements(tgt);
+  const std::size_t pos = static_cast<std::size_t>(app.statements.at(0) - 1);
+  const Hoisted h = parse_hoisted(top.at(pos));
+  const Stmt& st = *h.store;
+  const ExprP& v = st.value;  // add(T, mul(p, w)) in some operand order
+  const bool self_first = v->args[0]->kind == ExprKind::Get && v->args[0]->name == st.name;
+  const ExprP self = v->args[self_first ? 0 : 1];
+  const ExprP prod = v->args[self_first ? 1 : 0];
+  const Prec p = v->prec;
+  // The outer loop that does not index the target (the reduced one) and the innermost loop.
+  std::size_t red = h.outer.size();
+  for (std::size_t k = 0; k < h.outer.size(); ++k)
+    if (!mentions_sym(st.indices, h.outer[k].sym)) red = k;
+  FP_INTERNAL_CHECK(red < h.outer.size() && !h.inner.empty(), "no reduced outer loop in the hoisted value pass");
+  const LoopSpec t = h.outer[red];
+
+  std::vector<Mutant> out;
+  auto with = [&](std::string id, std::string what, StmtP s) {
+    std::vector<StmtP> m = top;
+    m[pos] = std::move(s);
+    out.push_back(Mutant{std::move(id), std::move(what), with_top_level(tgt, std::move(m))});
+  };
+  {
+    Hoisted k = h;
+    k.outer.erase(k.outer.begin() + static_cast<std::ptrdiff_t>(red));
+    k.inner.insert(k.inner.begin(), t);
+    with("hoist-reduced-loop",
+         "the reduced loop (which does not index the target) is moved behind the hoisted read, read once at its "
+         "first value",
+         build_hoisted(k, h.prec, subst_expr(h.read, t.sym, Index::fixed(t.from)), st.name, st.indices, v));
+  }
+  {
+    Hoisted k = h;
+    k.inner.back().to -= 1;
+    with("inner-off-by-one", "the innermost moved loop stops one early",
+         build_hoisted(k, h.prec, h.read, st.name, st.indices, v));
+  }
+  {
+    Hoisted k = h;
+    k.outer[red].from += 1;
+    with("outer-off-by-one", "the reduced loop skips its first value", build_hoisted(k, h.prec, h.read, st.name, st.indices, v));
+  }
+  with("local-narrowed", "the hoisted local is bf16, rounding the probability",
+       build_hoisted(h, Prec::BF16, h.read, st.name, st.indices, retype_local(v, h.local, Prec::BF16)));
+  with("wrong-read-index", "the hoisted read uses a fixed index instead of the reduced loop",
+       build_hoisted(h, h.prec, subst_expr(h.read, t.sym, Index::fixed(t.from)), st.name, st.indices, v));
+  {
+    Index rev{{Index::Term{-1, t.sym}}, t.from + t.to};
+    with("reversed-order", "the reduction runs its contributions in reverse order (summation order changed)",
+         build_hoisted(h, h.prec, subst_expr(h.read, t.sym, rev), st.name, st.indices, subst_expr(v, t.sym, rev)));
+  }
+  with("dropped-accumulate", "the store overwrites the target instead of accumulating",
+       build_hoisted(h, h.prec, h.read, st.name, st.indices, prod));
+  with("mul-to-add", "the contribution adds the factors instead of multiplying them",
+       build_hoisted(h, h.prec, h.read, st.name, st.indices,
+                     binary(BinOp::Add, self, binary(BinOp::Add, prod->args[0], prod->args[1], prod->prec), p)));
+  with("accumulate-as-sub", "the contribution is subtracted", build_hoisted(h, h.prec, h.read, st.name, st.indices,
+                                                                            binary(BinOp::Sub, self, prod, p)));
+  with("accumulate-sub-swapped", "the accumulation subtracts with swapped operands (non-commutative op)",
+       build_hoisted(h, h.prec, h.read, st.name, st.indices, binary(BinOp::Sub, prod, self, p)));
+  {
+    const std::string e = h.inner.back().sym;
+    std::vector<Index> fixed;
+    for (const auto& i : st.indices) fixed.push_back(subst(i, e, Index::fixed(h.inner.back().from)));
+    with("target-index-fixed", "the store ignores the moved loop in the target index (contributions collide)",
+         build_hoisted(h, h.prec, h.read, st.name, fixed, subst_expr(v, e, Index::fixed(h.inner.back().from))));
+  }
+  {
+    // Moves the hoisted nest before the statement that defines the node it reads.
+    std::string w = h.read->name;
+    std::size_t def = pos;
+    for (std::size_t k = 0; k < pos; ++k) {
+      bool writes = false;
+      std::function<void(const StmtP&)> walk = [&](const StmtP& s) {
+        if ((s->kind == StmtKind::Set || s->kind == StmtKind::Zero) && s->name == w) writes = true;
+        for (const auto& b : s->body) walk(b);
+      };
+      walk(top[k]);
+      if (writes) def = k;
+    }
+    if (def < pos) {
+      std::vector<StmtP> m = top;
+      StmtP moved = m[pos];
+      m.erase(m.begin() + static_cast<std::ptrdiff_t>(pos));
+      m.insert(m.begin() + static_cast<std::ptrdiff_t>(def), moved);
+      out.push_back(Mutant{"hoisted-before-definition", "the hoisted nest runs before the probabilities are computed",
+                           with_top_level(tgt, std::move(m))});
+    }
+  }
+  return out;
+}
+
+}  // namespace fp::verify
