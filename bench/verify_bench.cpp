@@ -35,7 +35,8 @@ std::vector<Task> suite_tasks() {
   Config cfg;
   cfg.online_softmax = true;
   for (const auto& c : attention_suite()) {
-    TierTasks tt = tier_tasks(build_attention(c.spec), cfg, {}, c.name + ".fp", "flashproof verify " + c.name + ".fp");
+    TierTasks tt =
+        tier_tasks(build_attention(c.spec), cfg, {}, c.name + ".fp", "flashproof verify " + c.name + ".fp");
     for (auto& t : tt.tasks) {
       t.id = c.name + "/" + t.id;
       tasks.push_back(std::move(t));
@@ -149,7 +150,8 @@ BENCHMARK(BM_RealsCertificate)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_ExpUlpF32(benchmark::State& state) {
   std::uint64_t stride = 4099;
-  if (const char* s = std::getenv("FLASHPROOF_EXP_F32_STRIDE")) stride = std::max<std::uint64_t>(1, std::strtoull(s, nullptr, 10));
+  if (const char* s = std::getenv("FLASHPROOF_EXP_F32_STRIDE"))
+    stride = std::max<std::uint64_t>(1, std::strtoull(s, nullptr, 10));
   double worst = 0, worst_x = 0;
   std::uint64_t checked = 0;
   for (auto _ : state) {
@@ -162,7 +164,8 @@ void BM_ExpUlpF32(benchmark::State& state) {
       long double ref = std::exp(static_cast<long double>(x));
       int e = 0;
       std::frexp(got, &e);
-      double err = static_cast<double>(std::fabs(static_cast<long double>(got) - ref) / std::ldexp(1.0L, e - 53));
+      double err =
+          static_cast<double>(std::fabs(static_cast<long double>(got) - ref) / std::ldexp(1.0L, e - 53));
       ++checked;
       if (err > worst) {
         worst = err;

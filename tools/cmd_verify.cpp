@@ -11,10 +11,10 @@
 // Reports: --format text|json|jsonl|junit|sarif, -o FILE. Exit codes (ARCHITECTURE.md): 0 all
 // proved, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 65 an error verdict or
 // malformed input, 64 usage, 66 missing input, 70 internal error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -70,36 +70,43 @@ int replay(const VerifyOptions& o) {
     fmt::print("replay: the claim '{}' fails on the inputs in {}: {}\n", o.claim, o.inputs, m->text());
     return kExitRefuted;
   }
-  fmt::print("replay: the claim '{}' holds on the inputs in {} (one input set: not a proof)\n", o.claim, o.inputs);
+  fmt::print("replay: the claim '{}' holds on the inputs in {} (one input set: not a proof)\n", o.claim,
+             o.inputs);
   return kExitOk;
 }
 
 void run_verify(VerifyOptions& o) {
   const bool pair_mode = !o.src.empty() || !o.tgt.empty();
   if (pair_mode && !o.file.empty())
-    throw UserError(kExitUsage, "", 0, 0, "give either FILE (verify the tier's rewrites) or --src and --tgt, not both");
+    throw UserError(kExitUsage, "", 0, 0,
+                    "give either FILE (verify the tier's rewrites) or --src and --tgt, not both");
   if (pair_mode && (o.src.empty() || o.tgt.empty()))
     throw UserError(kExitUsage, "", 0, 0, "--src and --tgt go together");
   if (!pair_mode && o.file.empty())
-    throw UserError(kExitUsage, "", 0, 0, "nothing to verify: give FILE, or --src A.fp --tgt B.fp --claim ...");
+    throw UserError(kExitUsage, "", 0, 0,
+                    "nothing to verify: give FILE, or --src A.fp --tgt B.fp --claim ...");
   if (!o.inputs.empty()) {
     if (!pair_mode) throw UserError(kExitUsage, "", 0, 0, "--inputs replays a pair: give --src and --tgt");
     set_exit_code(replay(o));
     return;
   }
-  if (o.format != "text" && o.format != "json" && o.format != "jsonl" && o.format != "junit" && o.format != "sarif")
-    throw UserError(kExitUsage, "", 0, 0, fmt::format("--format expects text, json, jsonl, junit or sarif, found '{}'", o.format));
+  if (o.format != "text" && o.format != "json" && o.format != "jsonl" && o.format != "junit" &&
+      o.format != "sarif")
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("--format expects text, json, jsonl, junit or sarif, found '{}'", o.format));
   verify::FailOn fail_on;
   if (o.fail_on == "unknown")
     fail_on = verify::FailOn::Unknown;
   else if (o.fail_on == "refuted")
     fail_on = verify::FailOn::Refuted;
   else
-    throw UserError(kExitUsage, "", 0, 0, fmt::format("--fail-on expects refuted or unknown, found '{}'", o.fail_on));
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("--fail-on expects refuted or unknown, found '{}'", o.fail_on));
   if (o.engine.limits.timeout_s <= 0 || o.engine.jobs < 1 || o.engine.limits.search_trials < 0 ||
       o.engine.limits.mpfr_rows < 1 || o.engine.limits.real_n < 0 || !(o.engine.limits.exp_ulp >= 0))
-    throw UserError(kExitUsage, "", 0, 0, "--timeout, --jobs and --mpfr-rows must be positive; --search-trials, --real-n "
-                                          "and --exp-ulp non-negative");
+    throw UserError(kExitUsage, "", 0, 0,
+                    "--timeout, --jobs and --mpfr-rows must be positive; --search-trials, --real-n "
+                    "and --exp-ulp non-negative");
   o.engine.use_cache = !o.no_cache;
 
   auto t0 = std::chrono::steady_clock::now();
@@ -121,7 +128,8 @@ void run_verify(VerifyOptions& o) {
     try {
       tt = verify::tier_tasks(r, config, o.tier, o.file, base);
     } catch (const TierDidNotConverge& e) {
-      std::fprintf(stderr, "flashproof: internal error: %s\nreproduce with: %s\n", e.what(), command_line().c_str());
+      std::fprintf(stderr, "flashproof: internal error: %s\nreproduce with: %s\n", e.what(),
+                   command_line().c_str());
       set_exit_code(kExitInternal);
       return;
     }
@@ -130,11 +138,13 @@ void run_verify(VerifyOptions& o) {
     if (!o.obligations.empty()) {
       std::vector<verify::Task> kept;
       for (auto& t : tasks)
-        if (std::find(o.obligations.begin(), o.obligations.end(), t.id) != o.obligations.end()) kept.push_back(std::move(t));
+        if (std::find(o.obligations.begin(), o.obligations.end(), t.id) != o.obligations.end())
+          kept.push_back(std::move(t));
       for (const auto& id : o.obligations) {
         bool found = false;
         for (const auto& t : kept) found = found || t.id == id;
-        if (!found) throw UserError(kExitUsage, "", 0, 0, fmt::format("--obligation {}: no such obligation", id));
+        if (!found)
+          throw UserError(kExitUsage, "", 0, 0, fmt::format("--obligation {}: no such obligation", id));
       }
       tasks = std::move(kept);
     }
@@ -142,7 +152,8 @@ void run_verify(VerifyOptions& o) {
   }
   std::unique_ptr<verify::Progress> progress;
   if (!o.no_progress && !tasks.empty()) {
-    progress = std::make_unique<verify::Progress>(static_cast<int>(tasks.size()), ::isatty(STDERR_FILENO) != 0, stderr);
+    progress = std::make_unique<verify::Progress>(static_cast<int>(tasks.size()),
+                                                  ::isatty(STDERR_FILENO) != 0, stderr);
     o.engine.progress = progress.get();
   }
   std::vector<verify::Verdict> verdicts = verify::verify_tasks(tasks, o.engine);
@@ -160,30 +171,43 @@ void setup_verify(CLI::App& app) {
   sub->add_option("FILE", o->file, "Routine (.fp) to rewrite with the tier and verify");
   sub->add_option("--src", o->src, "Source routine of a hand-written pair (translation validation)");
   sub->add_option("--tgt", o->tgt, "Target routine of a hand-written pair");
-  sub->add_option("--claim", o->claim, "What the pair claims: exact, or bounded:REL (|tgt - src| <= REL·|src|)");
-  sub->add_option("--inputs", o->inputs,
-                  "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");
-  sub->add_option("--obligation", o->obligations, "Discharge only this obligation id (repeatable), e.g. 1.normalizer-sum");
+  sub->add_option("--claim", o->claim,
+                  "What the pair claims: exact, or bounded:REL (|tgt - src| <= REL·|src|)");
+  sub->add_option(
+      "--inputs", o->inputs,
+      "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");
+  sub->add_option("--obligation", o->obligations,
+                  "Discharge only this obligation id (repeatable), e.g. 1.normalizer-sum");
   sub->add_option("--only", o->tier.only, "Apply only this member or shape (repeatable)");
   sub->add_option("--disable", o->tier.disable, "Do not apply this member or shape (repeatable)");
   sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif");
   sub->add_option("-o,--output", o->output, "Write the report here (default: standard output)");
-  sub->add_option("--fail-on", o->fail_on, "Exit non-zero on: refuted, or unknown (the default: CI fails on unknown too)");
-  sub->add_option("--timeout", o->engine.limits.timeout_s, "Wall-clock backstop per solver query, seconds (default 60)");
-  sub->add_option("--rlimit", o->engine.limits.rlimit, "Z3 resource limit per query (deterministic; default 20000000)");
+  sub->add_option("--fail-on", o->fail_on,
+                  "Exit non-zero on: refuted, or unknown (the default: CI fails on unknown too)");
+  sub->add_option("--timeout", o->engine.limits.timeout_s,
+                  "Wall-clock backstop per solver query, seconds (default 60)");
+  sub->add_option("--rlimit", o->engine.limits.rlimit,
+                  "Z3 resource limit per query (deterministic; default 20000000)");
   sub->add_option("--jobs", o->engine.jobs, "Obligations discharged in parallel (default 1)");
-  sub->add_option("--dump-smt", o->engine.dump_smt_dir, "Write every solver query as SMT-LIB2 into DIR (replay: z3 FILE)");
+  sub->add_option("--dump-smt", o->engine.dump_smt_dir,
+                  "Write every solver query as SMT-LIB2 into DIR (replay: z3 FILE)");
   sub->add_option("--cache-dir", o->engine.cache_dir,
                   "Proof cache directory (default ${XDG_CACHE_HOME:-~/.cache}/flashproof/proofs)");
   sub->add_flag("--no-cache", o->no_cache, "Neither read nor write the proof cache");
-  sub->add_option("--cex-dir", o->engine.cex_dir, "Where counterexample cases are written (default flashproof-cex)");
+  sub->add_option("--cex-dir", o->engine.cex_dir,
+                  "Where counterexample cases are written (default flashproof-cex)");
   sub->add_option("--seed", o->engine.limits.seed, "Seed of every random choice (default 1)");
-  sub->add_option("--max-terms", o->engine.limits.max_terms, "Symbolic-execution term budget (default 4000000)");
-  sub->add_option("--search-trials", o->engine.limits.search_trials, "Counterexample-search trials (default 1500)");
+  sub->add_option("--max-terms", o->engine.limits.max_terms,
+                  "Symbolic-execution term budget (default 4000000)");
+  sub->add_option("--search-trials", o->engine.limits.search_trials,
+                  "Counterexample-search trials (default 1500)");
   sub->add_option("--real-n", o->engine.limits.real_n, "Reals certificate for n = 1..N keys (default 3)");
-  sub->add_option("--real-timeout", o->engine.limits.real_timeout_s, "Backstop per reals query, seconds (default 5)");
-  sub->add_option("--mpfr-rows", o->engine.limits.mpfr_rows, "MPFR reference rows per precision (default 10000)");
-  sub->add_option("--exp-ulp", o->engine.limits.exp_ulp, "Assumed fp_exp64 error in binary64 ulps (default 0.52)");
+  sub->add_option("--real-timeout", o->engine.limits.real_timeout_s,
+                  "Backstop per reals query, seconds (default 5)");
+  sub->add_option("--mpfr-rows", o->engine.limits.mpfr_rows,
+                  "MPFR reference rows per precision (default 10000)");
+  sub->add_option("--exp-ulp", o->engine.limits.exp_ulp,
+                  "Assumed fp_exp64 error in binary64 ulps (default 0.52)");
   sub->add_flag("--no-progress", o->no_progress, "Do not report progress on standard error");
   add_config_options(*sub, o->config);
   sub->callback([o] { run_verify(*o); });

@@ -17,8 +17,9 @@ namespace fp::verify {
 
 // Writes the case and returns its description (dir, replay command, summary). `check` is the
 // violated check; `origin` the command that produced the verdict (header comment).
-Counterexample write_case(const std::string& dir, const Routine& src, const Routine& tgt, const TensorMap& inputs,
-                          const NodeCheck& check, const Mismatch& mismatch, const std::string& origin);
+Counterexample write_case(const std::string& dir, const Routine& src, const Routine& tgt,
+                          const TensorMap& inputs, const NodeCheck& check, const Mismatch& mismatch,
+                          const std::string& origin);
 
 // A directory name from an obligation id ("1.normalizer-sum" stays; other characters become _).
 std::string sanitize_id(const std::string& id);

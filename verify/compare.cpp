@@ -23,11 +23,16 @@ std::vector<std::int64_t> unflatten(std::int64_t cell, const std::vector<std::in
 // The smallest magnitude that rounds to infinity at p: max + ulp(max)/2 = 2^emax·(2 - 2^-bits).
 long double overflow_threshold(Prec p) {
   switch (p) {
-    case Prec::F64: return std::ldexp(2.0L - std::ldexp(1.0L, -53), 1023);
-    case Prec::F32: return std::ldexp(2.0L - std::ldexp(1.0L, -24), 127);
-    case Prec::F16: return std::ldexp(2.0L - std::ldexp(1.0L, -11), 15);
-    case Prec::BF16: return std::ldexp(2.0L - std::ldexp(1.0L, -8), 127);
-    case Prec::I32: break;
+    case Prec::F64:
+      return std::ldexp(2.0L - std::ldexp(1.0L, -53), 1023);
+    case Prec::F32:
+      return std::ldexp(2.0L - std::ldexp(1.0L, -24), 127);
+    case Prec::F16:
+      return std::ldexp(2.0L - std::ldexp(1.0L, -11), 15);
+    case Prec::BF16:
+      return std::ldexp(2.0L - std::ldexp(1.0L, -8), 127);
+    case Prec::I32:
+      break;
   }
   return INFINITY;
 }
@@ -36,7 +41,8 @@ long double overflow_threshold(Prec p) {
 double ratio_of(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
-  const long double mag = c.kind == NodeCheck::Kind::Relative ? std::fabs(static_cast<long double>(s)) : scale;
+  const long double mag =
+      c.kind == NodeCheck::Kind::Relative ? std::fabs(static_cast<long double>(s)) : scale;
   const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
   if (std::isinf(s) || std::isinf(t)) {
     if (s == t) return 0;
@@ -57,13 +63,13 @@ double ratio_of(const NodeCheck& c, double s, double t, double scale) {
 std::string Mismatch::text() const {
   std::string idx;
   for (std::size_t i = 0; i < index.size(); ++i) idx += (i ? ", " : "") + std::to_string(index[i]);
-  if (std::isinf(ratio))
-    return fmt::format("{}[{}]: source {}, target {}", node, idx, src, tgt);
+  if (std::isinf(ratio)) return fmt::format("{}[{}]: source {}, target {}", node, idx, src, tgt);
   return fmt::format("{}[{}]: source {}, target {} ({:.3g}x the allowed error)", node, idx, src, tgt, ratio);
 }
 
 std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,
-                                        const TensorMap& tgt, const std::map<std::string, std::vector<std::int64_t>>& dims,
+                                        const TensorMap& tgt,
+                                        const std::map<std::string, std::vector<std::int64_t>>& dims,
                                         std::map<std::string, double>* worst) {
   std::optional<Mismatch> first;
   for (const auto& c : checks) {
@@ -77,7 +83,8 @@ std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, co
     }
     double node_worst = 0;
     for (std::int64_t i = 0; i < s->second.size(); ++i) {
-      const double sv = s->second.data[static_cast<std::size_t>(i)], tv = t->second.data[static_cast<std::size_t>(i)];
+      const double sv = s->second.data[static_cast<std::size_t>(i)],
+                   tv = t->second.data[static_cast<std::size_t>(i)];
       const double r = ratio_of(c, sv, tv, scale ? scale->data[static_cast<std::size_t>(i)] : 0);
       node_worst = std::max(node_worst, r);
       if (r > 1 && !first) {

@@ -24,8 +24,8 @@ struct NodeCheck {
     Scaled,    // NaN positions; |t - s| <= rel·scale (scale: a per-cell magnitude, Σ|w·v|)
   } kind = Kind::Bitwise;
   double rel = 0;
-  double abs = 0;           // absolute slack (underflow terms)
-  std::string scale_node;   // Scaled: the node (of the source run) holding the per-cell magnitude
+  double abs = 0;          // absolute slack (underflow terms)
+  std::string scale_node;  // Scaled: the node (of the source run) holding the per-cell magnitude
   // Relative/Scaled derived bounds hold in the absence of overflow: with overflow_tolerant, a
   // cell where one side is ±inf and the other finite is within the bound when the finite value
   // plus the allowed error reaches the overflow threshold of `prec` (max + ulp(max)/2). A
@@ -46,7 +46,8 @@ struct Mismatch {
 // The first violating cell, or nullopt; `worst` receives, per node, the largest observed error as
 // a fraction of what the check allows (0 for bitwise checks that hold).
 std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,
-                                        const TensorMap& tgt, const std::map<std::string, std::vector<std::int64_t>>& dims,
+                                        const TensorMap& tgt,
+                                        const std::map<std::string, std::vector<std::int64_t>>& dims,
                                         std::map<std::string, double>* worst = nullptr);
 
 // `r` with exactly the given nodes (plus `keep_outputs` ones, when true) flagged as outputs: the

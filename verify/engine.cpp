@@ -8,8 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/diagnostic.h"
@@ -50,8 +50,8 @@ const Routine& round_input(const RewriteResult& res, const Routine& r, int round
 // left alone is the very same pointer (rewrites' rebuild keeps them); an application's anchor
 // (its first statement) is replaced in place; its other statements are either kept (same pointer)
 // or deleted. nullopt when the lists do not align that way.
-std::optional<Routine> isolate(const Routine& src, const Routine& all, const std::vector<const Application*>& siblings,
-                               const Application& app) {
+std::optional<Routine> isolate(const Routine& src, const Routine& all,
+                               const std::vector<const Application*>& siblings, const Application& app) {
   std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(all);
   std::set<std::size_t> anchors, touched;
   for (const Application* a : siblings) {
@@ -126,8 +126,8 @@ std::string dump_prefix(const Task& t, const EngineOptions& o) {
 }
 
 // Minimizes and writes the counterexample of a refuted check.
-void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run, const Routine& tgt_run,
-                 const std::vector<NodeCheck>& checks, Found found) {
+void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run,
+                 const Routine& tgt_run, const std::vector<NodeCheck>& checks, Found found) {
   PairRunner runner(src_run, tgt_run, checks);
   Found small = minimize_counterexample(runner, std::move(found));
   const NodeCheck* violated = &checks.front();
@@ -136,10 +136,12 @@ void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routin
   std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
   v.counterexample = write_case(dir, t.src, t.tgt, small.inputs, *violated, small.mismatch, t.repro);
   v.message = fmt::format("{} (minimized: {})", v.message, small.mismatch.text());
-  v.steps.push_back(fmt::format("counterexample minimized ({} interpreter runs) and written to {}", runner.runs(), dir));
+  v.steps.push_back(
+      fmt::format("counterexample minimized ({} interpreter runs) and written to {}", runner.runs(), dir));
 }
 
-void from_pair_check(Verdict& v, PairCheck pc, const Task& t, const EngineOptions& o, const std::vector<std::string>& nodes) {
+void from_pair_check(Verdict& v, PairCheck pc, const Task& t, const EngineOptions& o,
+                     const std::vector<std::string>& nodes) {
   v.kind = pc.kind;
   v.reason = pc.reason;
   v.message = pc.message;
@@ -166,12 +168,13 @@ std::optional<double> parse_claim(const std::string& claim) {
     } catch (const std::exception&) {
     }
   }
-  throw UserError(kExitUsage, "", 0, 0,
-                  fmt::format("--claim expects 'exact' or 'bounded:REL' with REL a positive number, found '{}'", claim));
+  throw UserError(
+      kExitUsage, "", 0, 0,
+      fmt::format("--claim expects 'exact' or 'bounded:REL' with REL a positive number, found '{}'", claim));
 }
 
-TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options, const std::string& file,
-                     const std::string& repro_base) {
+TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options,
+                     const std::string& file, const std::string& repro_base) {
   TierTasks tt;
   tt.result = run_tier(r, config, options);
   std::map<std::pair<int, std::string>, Routine> targets;
@@ -191,7 +194,8 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
       MemberOutput out = m->apply(src, ctx);
       bool found = false;
       for (const auto& a : out.applications) found = found || same_application(a, app);
-      FP_INTERNAL_CHECK(found, "re-running {} alone in round {} does not reproduce the application at statement {}",
+      FP_INTERNAL_CHECK(found,
+                        "re-running {} alone in round {} does not reproduce the application at statement {}",
                         app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
       targets.emplace(key, std::move(out.routine));
     }
@@ -222,7 +226,8 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
   return tt;
 }
 
-Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file, const std::string& repro) {
+Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file,
+               const std::string& repro) {
   Task t;
   t.id = "pair";
   t.rel = parse_claim(claim);
@@ -230,9 +235,10 @@ Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::st
   t.obligation.kind = t.rel ? ObligationKind::Bounded : ObligationKind::Exact;
   t.obligation.claim = claim;
   t.obligation.description =
-      t.rel ? fmt::format("every output of the target is within {} relative of the source's, NaN exactly where the "
-                          "source has NaN",
-                          *t.rel)
+      t.rel ? fmt::format(
+                  "every output of the target is within {} relative of the source's, NaN exactly where the "
+                  "source has NaN",
+                  *t.rel)
             : "every output of the target is bitwise equal to the source's";
   for (const Node* n : src.outputs()) t.obligation.covers.push_back(Cover{n->name, n->name + "[all cells]"});
   t.src = std::move(src);
@@ -262,31 +268,37 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
     if (lift && lift->proved) {
       // The lift is a proof for every extent; the concrete check can only agree with it.
       FP_INTERNAL_CHECK(v.kind != VerdictKind::Refuted,
-                        "the all-sizes lift of {} holds but the concrete check refutes it: {}", t.id, v.message);
+                        "the all-sizes lift of {} holds but the concrete check refutes it: {}", t.id,
+                        v.message);
       if (v.kind == VerdictKind::Exact || v.kind == VerdictKind::Unknown) {
-        std::string concrete = v.kind == VerdictKind::Exact ? "bitwise equal at the routine's sizes"
-                                                             : "the concrete check was inconclusive (" + v.message + ")";
+        std::string concrete = v.kind == VerdictKind::Exact
+                                   ? "bitwise equal at the routine's sizes"
+                                   : "the concrete check was inconclusive (" + v.message + ")";
         v.kind = VerdictKind::Exact;
         v.reason = UnknownReason::None;
         v.scope = Scope{true, "all sizes"};
         v.message = fmt::format(
-            "every target cell receives the same contributions in the same order for all extents (Z3, integer "
+            "every target cell receives the same contributions in the same order for all extents (Z3, "
+            "integer "
             "arithmetic), each computed from the same values; {}",
             concrete);
       }
     } else if (lift && v.kind == VerdictKind::Exact) {
-      v.message += "; all-sizes lift not established (" + lift->why_not + "): proved at the routine's sizes only";
+      v.message +=
+          "; all-sizes lift not established (" + lift->why_not + "): proved at the routine's sizes only";
     }
   } else if (t.obligation.claim == "normalizer-sum" && t.obligation.bound) {
     ProofCache cache(o.cache_dir.empty() ? ProofCache::default_dir() : o.cache_dir);
-    BoundedCheck bc = check_normalizer_sum(t.src, t.tgt, t.app, t.obligation, o.limits, o.use_cache ? &cache : nullptr, dump);
+    BoundedCheck bc = check_normalizer_sum(t.src, t.tgt, t.app, t.obligation, o.limits,
+                                           o.use_cache ? &cache : nullptr, dump);
     v.kind = bc.kind;
     v.reason = bc.reason;
     v.message = bc.message;
     v.steps.insert(v.steps.end(), bc.steps.begin(), bc.steps.end());
-    v.scope = Scope{false, bc.scope + fmt::format("; the bound formula holds for every n (docs/bounds.md), certified "
-                                                  "for n = {} by MPFR rows and n <= {} over the reals",
-                                                  bc.bound.n, o.limits.real_n)};
+    v.scope = Scope{
+        false, bc.scope + fmt::format("; the bound formula holds for every n (docs/bounds.md), certified "
+                                      "for n = {} by MPFR rows and n <= {} over the reals",
+                                      bc.bound.n, o.limits.real_n)};
     v.bound = bc.bound;
     if (bc.kind == VerdictKind::Refuted && bc.counterexample)
       attach_case(v, t, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));
@@ -303,12 +315,14 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
 std::string cache_key(const Task& t, const Limits& limits) {
   std::string covers;
   for (const auto& c : t.obligation.covers) covers += c.node + ":" + c.cells + ";";
-  return sha256_hex(fmt::format(
-      "flashproof-verdict|engine {}|semantics {}|z3 {}|tool {}|member {}|shape {}|claim {}|kind {}|rel {}|covers "
-      "{}|statements {}|limits {}\n--- src\n{}--- tgt\n{}",
-      kEngineVersion, kSemanticsVersion, smt::solver_version(), FLASHPROOF_VERSION, t.member, t.shape, t.obligation.claim,
-      obligation_kind_name(t.obligation.kind), t.rel ? fmt::format("{:.17g}", *t.rel) : "-", covers,
-      fmt::join(t.app.statements, ","), to_json(limits).dump(), print_routine(t.src), print_routine(t.tgt)));
+  return sha256_hex(
+      fmt::format("flashproof-verdict|engine {}|semantics {}|z3 {}|tool {}|member {}|shape {}|claim {}|kind "
+                  "{}|rel {}|covers "
+                  "{}|statements {}|limits {}\n--- src\n{}--- tgt\n{}",
+                  kEngineVersion, kSemanticsVersion, smt::solver_version(), FLASHPROOF_VERSION, t.member,
+                  t.shape, t.obligation.claim, obligation_kind_name(t.obligation.kind),
+                  t.rel ? fmt::format("{:.17g}", *t.rel) : "-", covers, fmt::join(t.app.statements, ","),
+                  to_json(limits).dump(), print_routine(t.src), print_routine(t.tgt)));
 }
 
 std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOptions& o) {

@@ -49,8 +49,8 @@ struct ProgressSink {
 struct EngineOptions {
   Limits limits;
   bool use_cache = true;
-  std::string cache_dir;        // default: ProofCache::default_dir()
-  std::string dump_smt_dir;     // write every solver query here (disables cache reads)
+  std::string cache_dir;     // default: ProofCache::default_dir()
+  std::string dump_smt_dir;  // write every solver query here (disables cache reads)
   std::string cex_dir = "flashproof-cex";
   int jobs = 1;
   ProgressSink* progress = nullptr;
@@ -62,12 +62,13 @@ struct TierTasks {
   RewriteResult result;
   std::vector<Task> tasks;
 };
-TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options, const std::string& file,
-                     const std::string& repro_base);
+TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options,
+                     const std::string& file, const std::string& repro_base);
 
 // A hand-written pair: claim "exact" or "bounded:REL" (REL a positive number). Throws
 // UserError(64) for a malformed claim.
-Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file, const std::string& repro);
+Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file,
+               const std::string& repro);
 // Parses "bounded:REL": nullopt for "exact".
 std::optional<double> parse_claim(const std::string& claim);
 

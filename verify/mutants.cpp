@@ -145,7 +145,8 @@ std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt) {
   auto ln_mutant = [&](std::string id, std::string what, ExprP v) {
     out.push_back(Mutant{std::move(id), std::move(what), scan_body_value(tgt, sp, 3, std::move(v))});
   };
-  ln_mutant("rescale-swapped-sub", "the rescale exponent subtracts the new maximum from the old (swapped operands)",
+  ln_mutant("rescale-swapped-sub",
+            "the rescale exponent subtracts the new maximum from the old (swapped operands)",
             add(mul(L(sp.lp), ex(sub(fl(L(sp.mn)), fl(L(sp.mp))))), term));
   ln_mutant("rescale-dropped", "the running sum is not rescaled at a new maximum", add(L(sp.lp), term));
   ln_mutant("missing-floor-term", "the term's exponent uses the running maximum without the floor at LOWEST",
@@ -158,9 +159,11 @@ std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt) {
             add(mul(L(sp.lp), resc), ex(sub(L(sp.xs), fl(L(sp.mp))))));
   ln_mutant("rescale-mul-to-add", "the rescale is added to the running sum instead of multiplying it",
             add(add(L(sp.lp), resc), term));
-  out.push_back(Mutant{"dropped-nan-store", "the NaN store of an all -inf row is dropped (l = the carried sum)",
+  out.push_back(Mutant{"dropped-nan-store",
+                       "the NaN store of an all -inf row is dropped (l = the carried sum)",
                        scan_body_value(tgt, sp, 5, L(sp.ln))});
-  out.push_back(Mutant{"store-previous-max", "the maximum stored is the previous one", scan_body_value(tgt, sp, 4, L(sp.mp))});
+  out.push_back(Mutant{"store-previous-max", "the maximum stored is the previous one",
+                       scan_body_value(tgt, sp, 4, L(sp.mp))});
   out.push_back(Mutant{"narrowed-state", "the carried sum is narrowed to bf16",
                        mutate_scan(tgt, sp, [&](const Stmt& scan) {
                          auto copy = std::make_shared<Stmt>(scan);
@@ -180,7 +183,8 @@ std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt) {
                          auto copy = std::make_shared<Stmt>(scan);
                          copy->body[0] = declare_local(sp.xs, Prec::BF16);
                          StmtP body = seq(copy->body);
-                         body = map_exprs(body, [&](const ExprP& e) { return retype_local(e, sp.xs, Prec::BF16); });
+                         body = map_exprs(body,
+                                          [&](const ExprP& e) { return retype_local(e, sp.xs, Prec::BF16); });
                          copy->body = body->body;
                          return StmtP(copy);
                        })});
@@ -190,16 +194,18 @@ std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt) {
                          copy->carried[0].init = constant(0.0, q);
                          return StmtP(copy);
                        })});
-  out.push_back(Mutant{"off-by-one-end", "the scan stops one key early", mutate_scan(tgt, sp, [&](const Stmt& scan) {
-                         auto copy = std::make_shared<Stmt>(scan);
-                         copy->to -= 1;
-                         return StmtP(copy);
-                       })});
-  out.push_back(Mutant{"off-by-one-start", "the scan skips the first key", mutate_scan(tgt, sp, [&](const Stmt& scan) {
-                         auto copy = std::make_shared<Stmt>(scan);
-                         copy->from += 1;
-                         return StmtP(copy);
-                       })});
+  out.push_back(
+      Mutant{"off-by-one-end", "the scan stops one key early", mutate_scan(tgt, sp, [&](const Stmt& scan) {
+               auto copy = std::make_shared<Stmt>(scan);
+               copy->to -= 1;
+               return StmtP(copy);
+             })});
+  out.push_back(
+      Mutant{"off-by-one-start", "the scan skips the first key", mutate_scan(tgt, sp, [&](const Stmt& scan) {
+               auto copy = std::make_shared<Stmt>(scan);
+               copy->from += 1;
+               return StmtP(copy);
+             })});
   return out;
 }
 
@@ -244,11 +250,13 @@ Hoisted parse_hoisted(const StmtP& s) {
 StmtP build_hoisted(const Hoisted& h, Prec local_prec, const ExprP& read, const std::string& target,
                     const std::vector<Index>& indices, const ExprP& value) {
   StmtP inner = set(target, indices, value);
-  for (auto it = h.inner.rbegin(); it != h.inner.rend(); ++it) inner = for_loop(it->sym, it->from, it->to, {inner});
+  for (auto it = h.inner.rbegin(); it != h.inner.rend(); ++it)
+    inner = for_loop(it->sym, it->from, it->to, {inner});
   std::vector<StmtP> body = {declare_local(h.local, local_prec), set_local(h.local, read), inner};
   if (h.outer.empty()) return seq(std::move(body));
   StmtP s = for_loop(h.outer.back().sym, h.outer.back().from, h.outer.back().to, std::move(body));
-  for (auto it = h.outer.rbegin() + 1; it != h.outer.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
+  for (auto it = h.outer.rbegin() + 1; it != h.outer.rend(); ++it)
+    s = for_loop(it->sym, it->from, it->to, {s});
   return s;
 }
 
@@ -274,7 +282,8 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
   std::size_t red = h.outer.size();
   for (std::size_t k = 0; k < h.outer.size(); ++k)
     if (!mentions_sym(st.indices, h.outer[k].sym)) red = k;
-  FP_INTERNAL_CHECK(red < h.outer.size() && !h.inner.empty(), "no reduced outer loop in the hoisted value pass");
+  FP_INTERNAL_CHECK(red < h.outer.size() && !h.inner.empty(),
+                    "no reduced outer loop in the hoisted value pass");
   const LoopSpec t = h.outer[red];
 
   std::vector<Mutant> out;
@@ -288,7 +297,8 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
     k.outer.erase(k.outer.begin() + static_cast<std::ptrdiff_t>(red));
     k.inner.insert(k.inner.begin(), t);
     with("hoist-reduced-loop",
-         "the reduced loop (which does not index the target) is moved behind the hoisted read, read once at its "
+         "the reduced loop (which does not index the target) is moved behind the hoisted read, read once at "
+         "its "
          "first value",
          build_hoisted(k, h.prec, subst_expr(h.read, t.sym, Index::fixed(t.from)), st.name, st.indices, v));
   }
@@ -301,7 +311,8 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
   {
     Hoisted k = h;
     k.outer[red].from += 1;
-    with("outer-off-by-one", "the reduced loop skips its first value", build_hoisted(k, h.prec, h.read, st.name, st.indices, v));
+    with("outer-off-by-one", "the reduced loop skips its first value",
+         build_hoisted(k, h.prec, h.read, st.name, st.indices, v));
   }
   with("local-narrowed", "the hoisted local is bf16, rounding the probability",
        build_hoisted(h, Prec::BF16, h.read, st.name, st.indices, retype_local(v, h.local, Prec::BF16)));
@@ -310,15 +321,17 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
   {
     Index rev{{Index::Term{-1, t.sym}}, t.from + t.to};
     with("reversed-order", "the reduction runs its contributions in reverse order (summation order changed)",
-         build_hoisted(h, h.prec, subst_expr(h.read, t.sym, rev), st.name, st.indices, subst_expr(v, t.sym, rev)));
+         build_hoisted(h, h.prec, subst_expr(h.read, t.sym, rev), st.name, st.indices,
+                       subst_expr(v, t.sym, rev)));
   }
   with("dropped-accumulate", "the store overwrites the target instead of accumulating",
        build_hoisted(h, h.prec, h.read, st.name, st.indices, prod));
   with("mul-to-add", "the contribution adds the factors instead of multiplying them",
-       build_hoisted(h, h.prec, h.read, st.name, st.indices,
-                     binary(BinOp::Add, self, binary(BinOp::Add, prod->args[0], prod->args[1], prod->prec), p)));
-  with("accumulate-as-sub", "the contribution is subtracted", build_hoisted(h, h.prec, h.read, st.name, st.indices,
-                                                                            binary(BinOp::Sub, self, prod, p)));
+       build_hoisted(
+           h, h.prec, h.read, st.name, st.indices,
+           binary(BinOp::Add, self, binary(BinOp::Add, prod->args[0], prod->args[1], prod->prec), p)));
+  with("accumulate-as-sub", "the contribution is subtracted",
+       build_hoisted(h, h.prec, h.read, st.name, st.indices, binary(BinOp::Sub, self, prod, p)));
   with("accumulate-sub-swapped", "the accumulation subtracts with swapped operands (non-commutative op)",
        build_hoisted(h, h.prec, h.read, st.name, st.indices, binary(BinOp::Sub, prod, self, p)));
   {
@@ -326,7 +339,8 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
     std::vector<Index> fixed;
     for (const auto& i : st.indices) fixed.push_back(subst(i, e, Index::fixed(h.inner.back().from)));
     with("target-index-fixed", "the store ignores the moved loop in the target index (contributions collide)",
-         build_hoisted(h, h.prec, h.read, st.name, fixed, subst_expr(v, e, Index::fixed(h.inner.back().from))));
+         build_hoisted(h, h.prec, h.read, st.name, fixed,
+                       subst_expr(v, e, Index::fixed(h.inner.back().from))));
   }
   {
     // Moves the hoisted nest before the statement that defines the node it reads.
@@ -346,7 +360,8 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
       StmtP moved = m[pos];
       m.erase(m.begin() + static_cast<std::ptrdiff_t>(pos));
       m.insert(m.begin() + static_cast<std::ptrdiff_t>(def), moved);
-      out.push_back(Mutant{"hoisted-before-definition", "the hoisted nest runs before the probabilities are computed",
+      out.push_back(Mutant{"hoisted-before-definition",
+                           "the hoisted nest runs before the probabilities are computed",
                            with_top_level(tgt, std::move(m))});
     }
   }

@@ -4,11 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <functional>
-#include <set>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "core/diagnostic.h"
@@ -62,7 +62,8 @@ void for_box(const std::vector<Loop>& loops, std::map<std::string, std::int64_t>
 }
 
 double lowest_finite_of(Prec state) {
-  return state == Prec::F64 ? -std::numeric_limits<double>::max() : -static_cast<double>(std::numeric_limits<float>::max());
+  return state == Prec::F64 ? -std::numeric_limits<double>::max()
+                            : -static_cast<double>(std::numeric_limits<float>::max());
 }
 
 // The anchor `m[mi] = max(m[mi], x[xi])` under its loops.
@@ -87,7 +88,9 @@ std::optional<Anchor> parse_anchor(const Stmt& s, std::string& why) {
     why = "the anchor store is not a max";
     return std::nullopt;
   }
-  auto self = [&](const ExprP& e) { return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices; };
+  auto self = [&](const ExprP& e) {
+    return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices;
+  };
   int other = self(v->args[0]) ? 1 : self(v->args[1]) ? 0 : -1;
   if (other < 0 || v->args[static_cast<std::size_t>(other)]->kind != ExprKind::Get) {
     why = "the anchor is not m = max(m, x[...])";
@@ -115,7 +118,9 @@ std::optional<Anchor> parse_anchor(const Stmt& s, std::string& why) {
   return a;
 }
 
-std::string fraction(double v) { return fmt::format("{:.3g}", v); }
+std::string fraction(double v) {
+  return fmt::format("{:.3g}", v);
+}
 
 // ---- certificates --------------------------------------------------------------------------
 
@@ -124,19 +129,22 @@ std::map<std::string, Certificate> g_certs;
 
 nlohmann::json cert_json(const Certificate& c) {
   nlohmann::json parts = nlohmann::json::array();
-  for (const auto& p : c.parts) parts.push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
+  for (const auto& p : c.parts)
+    parts.push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
   return {{"parts", parts}, {"tightness", c.tightness}, {"mpfr_ok", c.mpfr_ok}};
 }
 
 Certificate cert_of(const nlohmann::json& j) {
   Certificate c;
-  for (const auto& p : j.at("parts")) c.parts.push_back(CertificatePart{p.at("name"), p.at("status"), p.at("detail")});
+  for (const auto& p : j.at("parts"))
+    c.parts.push_back(CertificatePart{p.at("name"), p.at("status"), p.at("detail")});
   c.tightness = j.at("tightness");
   c.mpfr_ok = j.at("mpfr_ok");
   return c;
 }
 
-Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limits, const std::string& dump_prefix) {
+Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limits,
+                                const std::string& dump_prefix) {
   Certificate cert;
   const Prec state = state_prec(storage);
   // (a) Z3 over the reals, every pattern of new maxima for n = 1..real_n.
@@ -167,12 +175,15 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
         if (o.status == smt::SmtStatus::Unsat) {
           ++ok;
         } else if (o.status == smt::SmtStatus::Sat) {
-          undecided += fmt::format(" n={} pattern {}: Z3 found an assignment above the bound (the relaxed exp "
-                                   "model may be too weak, or the bound wrong);",
-                                   k, q.pattern);
+          undecided += fmt::format(
+              " n={} pattern {}: Z3 found an assignment above the bound (the relaxed exp "
+              "model may be too weak, or the bound wrong);",
+              k, q.pattern);
         } else {
           undecided += fmt::format(" n={} pattern {}: undecided ({});", k, q.pattern,
-                                   o.timed_out ? "timeout" : o.resource_out ? "resource limit" : o.reason);
+                                   o.timed_out      ? "timeout"
+                                   : o.resource_out ? "resource limit"
+                                                    : o.reason);
         }
       }
       per_n.push_back(fmt::format("n={}: {}/{} patterns proved", k, ok, count));
@@ -189,20 +200,23 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     MpfrReport r = mpfr_check_normalizer(storage, n, limits);
     cert.mpfr_ok = r.violations == 0 && r.nan_mismatches == 0 && r.max_mismatches == 0;
     std::vector<std::string> fams;
-    for (const auto& f : r.families) fams.push_back(fmt::format("{} {} rows worst {}", f.name, f.rows, fraction(f.worst)));
+    for (const auto& f : r.families)
+      fams.push_back(fmt::format("{} {} rows worst {}", f.name, f.rows, fraction(f.worst)));
     cert.parts.push_back(CertificatePart{
         "(b) mpfr", cert.mpfr_ok ? "confirmed" : "failed",
-        fmt::format("{} rows ({} finite, {} NaN rows with NaN positions compared) at {} bits, n in {{{}}}, storage {} "
-                    "state {}: {} violations, {} NaN mismatches, {} max mismatches{}; worst against the exact sum: "
-                    "composed {} of B_src, scan {} of B_tgt; families: {}",
-                    r.rows, r.finite_rows, r.special_rows, r.bits, fmt::join(r.key_counts, ", "), prec_name(storage),
-                    prec_name(state), r.violations, r.nan_mismatches, r.max_mismatches,
-                    r.first_violation.empty() ? "" : " (first: " + r.first_violation + ")", fraction(r.worst_src),
-                    fraction(r.worst_tgt), fmt::join(fams, "; "))});
+        fmt::format(
+            "{} rows ({} finite, {} NaN rows with NaN positions compared) at {} bits, n in {{{}}}, storage "
+            "{} "
+            "state {}: {} violations, {} NaN mismatches, {} max mismatches{}; worst against the exact sum: "
+            "composed {} of B_src, scan {} of B_tgt; families: {}",
+            r.rows, r.finite_rows, r.special_rows, r.bits, fmt::join(r.key_counts, ", "), prec_name(storage),
+            prec_name(state), r.violations, r.nan_mismatches, r.max_mismatches,
+            r.first_violation.empty() ? "" : " (first: " + r.first_violation + ")", fraction(r.worst_src),
+            fraction(r.worst_tgt), fmt::join(fams, "; "))});
     cert.tightness = r.worst_pair;
-    cert.parts.push_back(CertificatePart{
-        "(c) tightness", "measured",
-        fmt::format("worst |l_tgt - l_src| / (REL·|l_src|) = {} on {}", fraction(r.worst_pair), r.worst_row)});
+    cert.parts.push_back(CertificatePart{"(c) tightness", "measured",
+                                         fmt::format("worst |l_tgt - l_src| / (REL·|l_src|) = {} on {}",
+                                                     fraction(r.worst_pair), r.worst_row)});
   }
   ExpUlpMeasure e = measure_exp_ulp(20000, limits.seed);
   // A measured error above the assumption voids the bound's premise.
@@ -218,7 +232,8 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
 
 struct Affected {
   double rho = 0;
-  bool scaled = false;  // relative to Σ|w·v| (absdot node) instead of |value|
+  bool scaled = false;   // relative to Σ|w·v| (absdot node) instead of |value|
+  bool tainted = false;  // perturbed by an unknown amount: no bound, and none downstream of it
   std::string formula;
 };
 
@@ -232,29 +247,35 @@ std::optional<double> rel_of(const Expr& e, const std::map<std::string, Affected
     case ExprKind::Get: {
       auto it = aff.find(e.name);
       if (it == aff.end()) return 0.0;
-      if (it->second.scaled) return std::nullopt;
+      if (it->second.scaled || it->second.tainted) return std::nullopt;
       return it->second.rho;
     }
     case ExprKind::GetLocal:
     case ExprKind::Const:
-    case ExprKind::EmbedIndex: return 0.0;
+    case ExprKind::EmbedIndex:
+      return 0.0;
     case ExprKind::Unary: {
       auto r = conv(e.args[0], e.prec);
       if (!r) return r;
       switch (e.unop()) {
         case UnOp::Neg:
         case UnOp::Abs:
-        case UnOp::Cast: return r;
-        default: return *r == 0 ? std::optional<double>(0.0) : std::nullopt;
+        case UnOp::Cast:
+          return r;
+        default:
+          return *r == 0 ? std::optional<double>(0.0) : std::nullopt;
       }
     }
     case ExprKind::Binary: {
       auto a = conv(e.args[0], e.prec), b = conv(e.args[1], e.prec);
       if (!a || !b) return std::nullopt;
       switch (e.binop()) {
-        case BinOp::Mul: return product_perturbation(*a, *b, e.prec);
-        case BinOp::Div: return quotient_perturbation(*a, *b, e.prec);
-        default: return *a == 0 && *b == 0 ? std::optional<double>(0.0) : std::nullopt;
+        case BinOp::Mul:
+          return product_perturbation(*a, *b, e.prec);
+        case BinOp::Div:
+          return quotient_perturbation(*a, *b, e.prec);
+        default:
+          return *a == 0 && *b == 0 ? std::optional<double>(0.0) : std::nullopt;
       }
     }
     case ExprKind::Ternary: {
@@ -274,7 +295,9 @@ std::optional<double> rel_of(const Expr& e, const std::map<std::string, Affected
   return std::nullopt;
 }
 
-std::int64_t trips(const Loop& l) { return std::max<std::int64_t>(0, l.to - l.from + 1); }
+std::int64_t trips(const Loop& l) {
+  return std::max<std::int64_t>(0, l.to - l.from + 1);
+}
 
 }  // namespace
 
@@ -284,9 +307,9 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
   lj.erase("search_trials");
   lj.erase("max_terms");
   lj.erase("timeout_s");
-  const std::string key = sha256_hex(fmt::format("flashproof-certificate|engine {}|semantics {}|z3 {}|{}|n {}|{}",
-                                                 kEngineVersion, kSemanticsVersion, smt::solver_version(),
-                                                 prec_name(storage), n, lj.dump()));
+  const std::string key =
+      sha256_hex(fmt::format("flashproof-certificate|engine {}|semantics {}|z3 {}|{}|n {}|{}", kEngineVersion,
+                             kSemanticsVersion, smt::solver_version(), prec_name(storage), n, lj.dump()));
   {
     std::lock_guard<std::mutex> lock(g_cert_mutex);
     if (auto it = g_certs.find(key); it != g_certs.end()) return it->second;
@@ -313,7 +336,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
                                   const std::string& dump_prefix) {
   BoundedCheck res;
   res.scope = concrete_scope(src);
-  FP_INTERNAL_CHECK(ob.bound && !ob.covers.empty(), "bounded obligation {} without bound terms or covers", ob.claim);
+  FP_INTERNAL_CHECK(ob.bound && !ob.covers.empty(), "bounded obligation {} without bound terms or covers",
+                    ob.claim);
   const std::string l = ob.covers[0].node;
   const BoundTerms bt = *ob.bound;
   const Node* lnode = src.find_node(l);
@@ -346,17 +370,21 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
 
   // (i) the recurrence.
   bool recurrence = false;
+  bool term_limit = false;  // (i) could not run: a resource limit, not a structural mismatch
   std::string why_not;
   std::vector<StmtP> S = top_level_statements(src);
-  const std::size_t anchor_pos = app.statements.empty() ? S.size() : static_cast<std::size_t>(app.statements[0] - 1);
+  const std::size_t anchor_pos =
+      app.statements.empty() ? S.size() : static_cast<std::size_t>(app.statements[0] - 1);
   try {
     std::string why;
     std::optional<Anchor> an = anchor_pos < S.size() ? parse_anchor(*S[anchor_pos], why) : std::nullopt;
     if (!an) throw std::runtime_error(why.empty() ? "no anchor statement" : why);
     if (trips(an->t) != bt.terms)
-      throw std::runtime_error(fmt::format("the anchor reduces over {} keys, the obligation says {}", trips(an->t), bt.terms));
+      throw std::runtime_error(
+          fmt::format("the anchor reduces over {} keys, the obligation says {}", trips(an->t), bt.terms));
     const Node* xnode = src.find_node(an->x);
-    if (!xnode || xnode->prec != bt.storage) throw std::runtime_error("the scores are not at the storage precision");
+    if (!xnode || xnode->prec != bt.storage)
+      throw std::runtime_error("the scores are not at the storage precision");
     TermStore store(limits.max_terms);
     std::vector<TermP> x_cells;
     SymexecOptions so;
@@ -382,9 +410,11 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
       }
       // Composed: m = max over x from -inf; l = 0 + Σ exp(x_t - m), left to right, all at p.
       TermP M = store.constant(-INFINITY, p);
-      for (TermP x : X) M = an->self_first ? store.binary(BinOp::Max, M, x, p) : store.binary(BinOp::Max, x, M, p);
+      for (TermP x : X)
+        M = an->self_first ? store.binary(BinOp::Max, M, x, p) : store.binary(BinOp::Max, x, M, p);
       TermP acc = store.constant(0.0, p);
-      for (TermP x : X) acc = store.binary(BinOp::Add, acc, store.unary(UnOp::Exp, store.binary(BinOp::Sub, x, M, p), p), p);
+      for (TermP x : X)
+        acc = store.binary(BinOp::Add, acc, store.unary(UnOp::Exp, store.binary(BinOp::Sub, x, M, p), p), p);
       // The online recurrence at q (rewrites/online_softmax/normalizer_scan.h, emitted form).
       TermP mp = store.constant(-INFINITY, q), lp = store.constant(0.0, q), stored = nullptr;
       TermP LOW = store.constant(low, q);
@@ -395,12 +425,13 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
                                  store.binary(BinOp::Sub, store.binary(BinOp::Max, mp, LOW, q),
                                               store.binary(BinOp::Max, mn, LOW, q), q),
                                  q);
-        TermP term = store.unary(UnOp::Exp, store.binary(BinOp::Sub, xs, store.binary(BinOp::Max, mn, LOW, q), q), q);
+        TermP term =
+            store.unary(UnOp::Exp, store.binary(BinOp::Sub, xs, store.binary(BinOp::Max, mn, LOW, q), q), q);
         TermP ln = store.binary(BinOp::Add, store.binary(BinOp::Mul, lp, resc, q), term, q);
-        stored = store.convert(store.ternary(TernOp::Where,
-                                             store.binary(BinOp::Eq, mn, store.constant(-INFINITY, q), q),
-                                             store.constant(NAN, q), ln, q),
-                               p);
+        stored = store.convert(
+            store.ternary(TernOp::Where, store.binary(BinOp::Eq, mn, store.constant(-INFINITY, q), q),
+                          store.constant(NAN, q), ln, q),
+            p);
         mp = mn;
         lp = ln;
       }
@@ -419,18 +450,21 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
         throw std::runtime_error(fmt::format("source cell {}[{}] is not the composed sum of any row", l, c));
       if (std::find(it->second.begin(), it->second.end(), lt[c]) == it->second.end())
         throw std::runtime_error(fmt::format(
-            "target cell {}[{}] is not the online recurrence of its row (n = {}, state {}, storage {})", l, c, bt.terms,
-            prec_name(q), prec_name(p)));
+            "target cell {}[{}] is not the online recurrence of its row (n = {}, state {}, storage {})", l, c,
+            bt.terms, prec_name(q), prec_name(p)));
       ++matched;
     }
     if (matched == 0) throw std::runtime_error("no covered cell is a normalizer");
     recurrence = true;
-    res.steps.push_back(fmt::format(
-        "(i) recurrence: {} cells of {}: {} are the composed sum (source) and the online recurrence at {} (target) of "
-        "their row, as hash-consed terms over the scores at the max reduction; {} identical; {} distinct terms",
-        ls.size(), l, matched, prec_name(q), identical, store.size()));
+    res.steps.push_back(
+        fmt::format("(i) recurrence: {} cells of {}: {} are the composed sum (source) and the online "
+                    "recurrence at {} (target) of "
+                    "their row, as hash-consed terms over the scores at the max reduction; {} identical; {} "
+                    "distinct terms",
+                    ls.size(), l, matched, prec_name(q), identical, store.size()));
   } catch (const TermLimitExceeded& e) {
     why_not = e.what();
+    term_limit = true;
   } catch (const std::runtime_error& e) {
     why_not = e.what();
   }
@@ -439,7 +473,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
                                      recurrence ? res.steps.back() : why_not});
 
   // Downstream nodes and the differential.
-  std::map<std::string, Affected> aff{{l, Affected{nb.rel, false, "REL"}}};
+  std::map<std::string, Affected> aff{{l, Affected{nb.rel, false, false, "REL"}}};
   std::vector<std::string> notes;
   std::vector<std::pair<std::size_t, StmtP>> aux;  // statements to insert after a position
   std::vector<std::string> absdot_nodes;
@@ -459,15 +493,23 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     bool reads_aff = false;
     for (const auto& r : reads) reads_aff = reads_aff || aff.count(r);
     for (const auto& w : writes)
-      if (aff.count(w) && w != l) {
-        aff.erase(w);
+      if (aff.count(w) && !aff.at(w).tainted && w != l) {
+        aff[w].tainted = true;
         notes.push_back(fmt::format("{} is written again by statement {}: no downstream bound", w, pos + 1));
       }
     if (!reads_aff) continue;
     std::vector<Loop> loops;
     const Stmt* st = peel(S[pos].get(), loops);
+    // Everything a statement without a derived bound writes is perturbed by an unknown amount,
+    // and so is everything computed from it: it must never count as unperturbed further down.
     auto no_bound = [&] {
-      for (const auto& w : writes) notes.push_back(fmt::format("no bound derived for {} (statement {})", w, pos + 1));
+      for (const auto& w : writes) {
+        if (!aff.count(w) || !aff.at(w).tainted)
+          notes.push_back(fmt::format("no bound derived for {} (statement {})", w, pos + 1));
+        Affected t;
+        t.tainted = true;
+        aff[w] = t;
+      }
     };
     if (st->kind != StmtKind::Set || writes.size() != 1) {
       no_bound();
@@ -482,13 +524,18 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
         continue;
       }
       double rho = conversion_perturbation(*r, st->value->prec, out->prec);
-      aff[st->name] = Affected{rho, false, "pointwise"};
+      aff[st->name] = Affected{rho, false, false, "pointwise"};
       continue;
     }
     // A reduction T[ti] = add(T[ti], mul(a, b)) with one perturbed factor.
     const ExprP& v = st->value;
-    auto is_self = [&](const ExprP& e) { return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices; };
-    int pi = v->kind == ExprKind::Binary && v->binop() == BinOp::Add ? (is_self(v->args[0]) ? 1 : is_self(v->args[1]) ? 0 : -1) : -1;
+    auto is_self = [&](const ExprP& e) {
+      return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices;
+    };
+    int pi = v->kind == ExprKind::Binary && v->binop() == BinOp::Add ? (is_self(v->args[0])   ? 1
+                                                                        : is_self(v->args[1]) ? 0
+                                                                                              : -1)
+                                                                     : -1;
     if (pi < 0 || v->args[static_cast<std::size_t>(pi)]->kind != ExprKind::Binary ||
         v->args[static_cast<std::size_t>(pi)]->binop() != BinOp::Mul) {
       no_bound();
@@ -503,24 +550,28 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     std::int64_t n_red = 1;
     for (const auto& lp : loops)
       if (!mentions(st->indices, lp.sym)) n_red *= trips(lp);
-    double rw = conversion_perturbation(std::max(*ra, *rb), (*ra != 0 ? prod->args[0] : prod->args[1])->prec, prod->prec);
+    double rw = conversion_perturbation(std::max(*ra, *rb), (*ra != 0 ? prod->args[0] : prod->args[1])->prec,
+                                        prod->prec);
     double rho = dot_perturbation(rw, n_red, out->prec) * (1 + static_cast<double>(n_red) * 0x1p-50);
     if (!std::isfinite(rho)) {
       no_bound();
       continue;
     }
-    aff[st->name] = Affected{rho, true, "dot"};
+    aff[st->name] = Affected{rho, true, false, "dot"};
     const std::string absdot = "__fp_absdot_" + st->name;
     absdot_nodes.push_back(absdot);
-    ExprP mag = binary(BinOp::Mul, unary(UnOp::Abs, prod->args[0], Prec::F64), unary(UnOp::Abs, prod->args[1], Prec::F64),
-                       Prec::F64);
-    StmtP nest = set(absdot, st->indices, binary(BinOp::Add, get(absdot, st->indices, Prec::F64), mag, Prec::F64));
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it) nest = for_loop(it->sym, it->from, it->to, {nest});
+    ExprP mag = binary(BinOp::Mul, unary(UnOp::Abs, prod->args[0], Prec::F64),
+                       unary(UnOp::Abs, prod->args[1], Prec::F64), Prec::F64);
+    StmtP nest =
+        set(absdot, st->indices, binary(BinOp::Add, get(absdot, st->indices, Prec::F64), mag, Prec::F64));
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+      nest = for_loop(it->sym, it->from, it->to, {nest});
     aux.emplace_back(pos, nest);
   }
   // The routines the differential runs: covered and downstream nodes as outputs, absdot nodes.
   std::vector<std::string> watched;
-  for (const auto& [node, a] : aff) watched.push_back(node);
+  for (const auto& [node, a] : aff)
+    if (!a.tainted) watched.push_back(node);
   Routine src_run = with_outputs(src, watched, false);
   {
     std::vector<StmtP> body;
@@ -543,7 +594,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   Routine tgt_run = with_outputs(tgt, watched, false);
   std::vector<std::string> order{l};
   for (const auto& [node, a] : aff)
-    if (node != l) order.push_back(node);
+    if (node != l && !a.tainted) order.push_back(node);
   for (const auto& node : order) {
     const Affected& a = aff.at(node);
     NodeCheck c;
@@ -564,8 +615,10 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     if (node != l)
       bi.downstream.push_back(DownstreamBound{
           node,
-          a.scaled ? fmt::format("|{0}_tgt - {0}_src| <= rho·Σ|w·v| + abs, rho = REL_w + γ_n(u)(2 + REL_w)", node)
-                   : fmt::format("|{0}_tgt - {0}_src| <= rho·|{0}_src| + abs (propagated through mul/div/where)", node),
+          a.scaled
+              ? fmt::format("|{0}_tgt - {0}_src| <= rho·Σ|w·v| + abs, rho = REL_w + γ_n(u)(2 + REL_w)", node)
+              : fmt::format("|{0}_tgt - {0}_src| <= rho·|{0}_src| + abs (propagated through mul/div/where)",
+                            node),
           a.rho, a.scaled ? "Σ|w·v|" : "|" + node + "_src|", 0});
   }
   for (const auto& n : notes) res.steps.push_back(n);
@@ -586,11 +639,12 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   bi.parts.push_back(CertificatePart{
       "differential", diff_fail ? "failed" : "confirmed",
       diff_fail ? diff_fail->text()
-                : fmt::format("routine's own random inputs (4 seeds): worst {} of the bound on {}{}", fraction(worst[l]), l,
-                              [&] {
+                : fmt::format("routine's own random inputs (4 seeds): worst {} of the bound on {}{}",
+                              fraction(worst[l]), l, [&] {
                                 std::string s;
                                 for (const auto& d : bi.downstream)
-                                  s += fmt::format(", {} of its bound on {}", fraction(d.worst_observed), d.node);
+                                  s += fmt::format(", {} of its bound on {}", fraction(d.worst_observed),
+                                                   d.node);
                                 return s;
                               }())});
   if (diff_fail) {
@@ -605,16 +659,18 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   if (auto found = search_counterexample(runner, trials, limits.seed)) {
     res.kind = VerdictKind::Refuted;
     res.message = "outside the bound: " + found->mismatch.text();
-    res.steps.push_back(fmt::format("counterexample search: trial {} ({}) violates the bound", found->trial, found->family));
+    res.steps.push_back(
+        fmt::format("counterexample search: trial {} ({}) violates the bound", found->trial, found->family));
     res.counterexample = std::move(*found);
     return res;
   }
   res.steps.push_back(fmt::format("counterexample search: {} adversarial trials within the bound", trials));
   if (!recurrence) {
     res.kind = VerdictKind::Unknown;
-    res.reason = UnknownReason::Approximation;
-    res.message = "the target is not the recurrence the bound certifies (" + why_not + "); no counterexample in " +
-                  std::to_string(trials) + " trials";
+    res.reason = term_limit ? UnknownReason::ResourceLimit : UnknownReason::Approximation;
+    res.message = (term_limit ? "the recurrence could not be established (" + why_not + ")"
+                              : "the target is not the recurrence the bound certifies (" + why_not + ")") +
+                  "; no counterexample in " + std::to_string(trials) + " trials";
     return res;
   }
 
@@ -633,7 +689,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   for (const auto& p : cert.parts)
     if (p.name == "(a) reals") reals_status = p.status;
   res.message = fmt::format(
-      "{} is the online recurrence of the composed sum (i); bound REL = {:.3g} confirmed by MPFR (tightness {}), "
+      "{} is the online recurrence of the composed sum (i); bound REL = {:.3g} confirmed by MPFR (tightness "
+      "{}), "
       "reals certificate {}, differential inside the bound",
       l, nb.rel, fraction(cert.tightness), reals_status);
   return res;

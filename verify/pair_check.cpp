@@ -70,10 +70,12 @@ std::string pair_mismatch(const Routine& src, const Routine& tgt, const std::vec
     return fmt::format("the source has {} inputs, the target {}", si.size(), ti.size());
   for (std::size_t i = 0; i < si.size(); ++i) {
     const Node* t = tgt.find_node(si[i]->name);
-    if (!t || !t->is_input) return fmt::format("input {} of the source is not an input of the target", si[i]->name);
+    if (!t || !t->is_input)
+      return fmt::format("input {} of the source is not an input of the target", si[i]->name);
     if (t->dims != si[i]->dims || t->prec != si[i]->prec)
       return fmt::format("input {} is {}{} in the source but {}{} in the target", si[i]->name,
-                         prec_name(si[i]->prec), dims_text(si[i]->dims), prec_name(t->prec), dims_text(t->dims));
+                         prec_name(si[i]->prec), dims_text(si[i]->dims), prec_name(t->prec),
+                         dims_text(t->dims));
   }
   for (const auto& n : nodes) {
     const Node* a = src.find_node(n);
@@ -109,7 +111,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     return res;
   }
   res.scope = concrete_scope(src);
-  PairRunner runner(with_outputs(src, nodes, false), with_outputs(tgt, nodes, false), claim_checks(nodes, o.rel));
+  PairRunner runner(with_outputs(src, nodes, false), with_outputs(tgt, nodes, false),
+                    claim_checks(nodes, o.rel));
   const char* claim = o.rel ? "within the bound" : "bitwise";
 
   // Symbolic execution of both into one store.
@@ -121,7 +124,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     for (const auto& n : nodes) {
       const auto& a = ms.at(n);
       const auto& b = mt.at(n);
-      for (std::size_t i = 0; i < a.size(); ++i) cells.push_back(CellRef{n, static_cast<std::int64_t>(i), a[i], b[i]});
+      for (std::size_t i = 0; i < a.size(); ++i)
+        cells.push_back(CellRef{n, static_cast<std::int64_t>(i), a[i], b[i]});
     }
     res.steps.push_back(fmt::format("symbolic execution: {} cells of {}, {} distinct terms", cells.size(),
                                     fmt::join(nodes, ", "), store.size()));
@@ -136,13 +140,15 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
         double vs = es.eval(c.src), vt = es.eval(c.tgt);
         double is = os.at(c.node).data[static_cast<std::size_t>(c.cell)];
         double it = ot.at(c.node).data[static_cast<std::size_t>(c.cell)];
-        FP_INTERNAL_CHECK(same_value(vs, is) && same_value(vt, it),
-                          "symbolic execution disagrees with the interpreter at {}[{}]: terms give {} / {}, the "
-                          "interpreter {} / {}",
-                          c.node, c.cell, vs, vt, is, it);
+        FP_INTERNAL_CHECK(
+            same_value(vs, is) && same_value(vt, it),
+            "symbolic execution disagrees with the interpreter at {}[{}]: terms give {} / {}, the "
+            "interpreter {} / {}",
+            c.node, c.cell, vs, vt, is, it);
       }
     }
-    res.steps.push_back("self-check: the terms of each side evaluate to the interpreter's values (2 input sets)");
+    res.steps.push_back(
+        "self-check: the terms of each side evaluate to the interpreter's values (2 input sets)");
   } catch (const TermLimitExceeded& e) {
     symbolic = false;
     res.steps.push_back(fmt::format("symbolic execution stopped: {}", e.what()));
@@ -152,7 +158,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     if (c.src != c.tgt) differing.push_back(c);
   res.identical = res.cells - static_cast<std::int64_t>(differing.size());
   if (symbolic) {
-    res.steps.push_back(fmt::format("{} of {} cells have identical terms (proved by hash-consing)", res.identical, res.cells));
+    res.steps.push_back(fmt::format("{} of {} cells have identical terms (proved by hash-consing)",
+                                    res.identical, res.cells));
     if (differing.empty()) {
       res.kind = VerdictKind::Exact;
       res.message = fmt::format("every covered cell ({}) has the same term in source and target", res.cells);
@@ -162,7 +169,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
 
   // Concrete search: a real-exp counterexample is the best answer there is.
   if (auto found = search_counterexample(runner, o.limits.search_trials, o.limits.seed)) {
-    res.steps.push_back(fmt::format("counterexample search: trial {} ({}) differs", found->trial, found->family));
+    res.steps.push_back(
+        fmt::format("counterexample search: trial {} ({}) differs", found->trial, found->family));
     res.kind = VerdictKind::Refuted;
     res.message = fmt::format("not {}: {}", claim, found->mismatch.text());
     res.counterexample = std::move(*found);
@@ -187,8 +195,9 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     smt::SmtOutcome self = smt::self_check(store, sample, smt_limits(o, "self"));
     FP_INTERNAL_CHECK(self.status != smt::SmtStatus::Sat,
                       "the SMT encoding is not reflexive: a term differs from its own second encoding");
-    res.steps.push_back(fmt::format("SMT self-check (each side against itself, {} terms): {}", sample.size(),
-                                    self.status == smt::SmtStatus::Unsat ? "unsat" : "unknown (" + self.reason + ")"));
+    res.steps.push_back(
+        fmt::format("SMT self-check (each side against itself, {} terms): {}", sample.size(),
+                    self.status == smt::SmtStatus::Unsat ? "unsat" : "unknown (" + self.reason + ")"));
     TensorMap in = random_inputs(src, o.limits.seed);
     TermEvaluator ev(store, in);
     std::map<std::uint32_t, double> vals;
@@ -202,11 +211,12 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
         if (t->approx || reachable_count({t}) > 400) continue;
         auto z = smt::evaluate_encoding(store, t, vals);
         FP_INTERNAL_CHECK(z && same_value(*z, ev.eval(t)),
-                          "the SMT encoding of {} evaluates to {} where the semantics give {}", print_term(t), z ? *z : 0,
-                          ev.eval(t));
+                          "the SMT encoding of {} evaluates to {} where the semantics give {}", print_term(t),
+                          z ? *z : 0, ev.eval(t));
         ++checked;
       }
-    if (checked) res.steps.push_back(fmt::format("SMT encoding evaluated on concrete inputs: {} terms agree", checked));
+    if (checked)
+      res.steps.push_back(fmt::format("SMT encoding evaluated on concrete inputs: {} terms agree", checked));
   }
 
   // Z3 on the remaining cells, in chunks.
@@ -223,9 +233,11 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
       smt::FpQueryOptions fo;
       fo.cut_shared = cuts;
       smt::SmtLimits lim = smt_limits(o, fmt::format("q{}{}", ++query, cuts ? "-cut" : ""));
-      lim.comment = fmt::format("flashproof verify: is there an input where a covered cell is not {}? ({} cells)",
-                                claim, pairs.size());
-      return o.rel ? smt::find_bound_violation(store, pairs, *o.rel, fo, lim) : smt::find_difference(store, pairs, fo, lim);
+      lim.comment =
+          fmt::format("flashproof verify: is there an input where a covered cell is not {}? ({} cells)",
+                      claim, pairs.size());
+      return o.rel ? smt::find_bound_violation(store, pairs, *o.rel, fo, lim)
+                   : smt::find_difference(store, pairs, fo, lim);
     };
     smt::SmtOutcome out;
     if (o.rel) {
@@ -235,8 +247,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
       lim.comment = "flashproof verify: is there an input where a covered cell differs bitwise?";
       smt::SmtOutcome eq = smt::find_difference(store, pairs, fo, lim);
       if (eq.status == smt::SmtStatus::Unsat) {
-        res.steps.push_back(fmt::format("Z3: cells {}..{} bitwise equal for every input (unsat, {:.2f}s)", at + 1,
-                                        at + pairs.size(), eq.seconds));
+        res.steps.push_back(fmt::format("Z3: cells {}..{} bitwise equal for every input (unsat, {:.2f}s)",
+                                        at + 1, at + pairs.size(), eq.seconds));
         continue;
       }
     }
@@ -244,7 +256,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     if (out.status == smt::SmtStatus::Sat && out.used_cuts) out = ask(false);
     const std::string cells_text = fmt::format("cells {}..{}", at + 1, at + pairs.size());
     if (out.status == smt::SmtStatus::Unsat) {
-      res.steps.push_back(fmt::format("Z3: {} {} for every input (unsat, {:.2f}s)", cells_text, claim, out.seconds));
+      res.steps.push_back(
+          fmt::format("Z3: {} {} for every input (unsat, {:.2f}s)", cells_text, claim, out.seconds));
       continue;
     }
     if (out.status == smt::SmtStatus::Unknown) {
@@ -264,23 +277,26 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
       res.counterexample = Found{std::move(in), *m, "solver model", 0};
       return res;
     }
-    FP_INTERNAL_CHECK(approx,
-                      "Z3 found a model separating terms without exp or pow that the interpreter does not reproduce "
-                      "(an encoding bug); cells {}",
-                      cells_text);
+    FP_INTERNAL_CHECK(
+        approx,
+        "Z3 found a model separating terms without exp or pow that the interpreter does not reproduce "
+        "(an encoding bug); cells {}",
+        cells_text);
     res.kind = VerdictKind::Unknown;
     res.reason = UnknownReason::Approximation;
     const CellRef& w = differing[at + static_cast<std::size_t>(std::max(0, out.witness))];
     res.message = fmt::format(
-        "Z3 separates {}[{}] only through exp or pow (uninterpreted); the interpreter's exp does not reproduce the "
+        "Z3 separates {}[{}] only through exp or pow (uninterpreted); the interpreter's exp does not "
+        "reproduce the "
         "difference on the model's inputs",
         w.node, w.cell);
     res.steps.push_back(res.message);
     return res;
   }
   res.kind = o.rel ? VerdictKind::Bounded : VerdictKind::Exact;
-  res.message = fmt::format("{} cells identical as terms, {} proved {} by Z3 for every input (exp, pow uninterpreted)",
-                            res.identical, differing.size(), claim);
+  res.message =
+      fmt::format("{} cells identical as terms, {} proved {} by Z3 for every input (exp, pow uninterpreted)",
+                  res.identical, differing.size(), claim);
   return res;
 }
 

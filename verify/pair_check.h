@@ -38,10 +38,10 @@ struct PairCheck {
   UnknownReason reason = UnknownReason::None;
   std::string message;
   std::vector<std::string> steps;
-  std::string scope;               // "sizes up to: ..." (the routines' own sizes)
+  std::string scope;                    // "sizes up to: ..." (the routines' own sizes)
   std::optional<Found> counterexample;  // refuted: failing inputs (not minimized yet)
-  std::int64_t cells = 0;          // covered cells
-  std::int64_t identical = 0;      // proved by term identity
+  std::int64_t cells = 0;               // covered cells
+  std::int64_t identical = 0;           // proved by term identity
 };
 
 // Checks every cell of `nodes` (all outputs of src when empty).

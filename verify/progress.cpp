@@ -5,11 +5,17 @@
 namespace fp::verify {
 
 Progress::Progress(int total, bool terminal, std::FILE* out, double period_s)
-    : total_(total), terminal_(terminal), out_(out), period_(period_s), start_(std::chrono::steady_clock::now()) {
+    : total_(total),
+      terminal_(terminal),
+      out_(out),
+      period_(period_s),
+      start_(std::chrono::steady_clock::now()) {
   thread_ = std::thread([this] { loop(); });
 }
 
-Progress::~Progress() { stop(); }
+Progress::~Progress() {
+  stop();
+}
 
 void Progress::stop() {
   {
@@ -54,8 +60,9 @@ std::string Progress::line() {
   std::string counts;
   for (const char* k : {"exact", "bounded", "refuted", "unknown", "error"})
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", k, counts_[k]);
-  return fmt::format("verify: {}/{} done ({}){}", done_, total_, counts,
-                     longest.empty() ? "" : fmt::format("; longest running: {} ({:.1f}s)", longest, longest_s));
+  return fmt::format(
+      "verify: {}/{} done ({}){}", done_, total_, counts,
+      longest.empty() ? "" : fmt::format("; longest running: {} ({:.1f}s)", longest, longest_s));
 }
 
 void Progress::loop() {

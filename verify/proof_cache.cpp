@@ -1,5 +1,7 @@
 #include "verify/proof_cache.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -7,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <unistd.h>
 
 namespace fp::verify {
 

@@ -8,7 +8,6 @@
 // entry. Verdicts decided by the wall-clock backstop are never stored (not deterministic).
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>

@@ -30,11 +30,21 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
           out += fmt::format("&#{};", static_cast<int>(c));
@@ -47,21 +57,23 @@ std::string xml_escape(const std::string& s) {
 
 std::string limits_text(const Limits& l) {
   return fmt::format(
-      "rlimit {}, timeout {} s, max terms {}, search {} trials, reals n <= {} ({} s per query), MPFR {} rows at {} "
+      "rlimit {}, timeout {} s, max terms {}, search {} trials, reals n <= {} ({} s per query), MPFR {} rows "
+      "at {} "
       "bits, seed {}",
-      l.rlimit, l.timeout_s, l.max_terms, l.search_trials, l.real_n, l.real_timeout_s, l.mpfr_rows, l.mpfr_bits, l.seed);
+      l.rlimit, l.timeout_s, l.max_terms, l.search_trials, l.real_n, l.real_timeout_s, l.mpfr_rows,
+      l.mpfr_bits, l.seed);
 }
 
 json summary_json(const Summary& s) {
-  return {{"total", s.total}, {"exact", s.exact},     {"bounded", s.bounded}, {"refuted", s.refuted},
+  return {{"total", s.total},     {"exact", s.exact}, {"bounded", s.bounded}, {"refuted", s.refuted},
           {"unknown", s.unknown}, {"error", s.error}, {"cached", s.cached}};
 }
 
 std::string summary_line(const Summary& s, double seconds) {
-  return fmt::format("summary: {} obligation{}: {} exact, {} bounded, {} refuted, {} unknown, {} error ({} cached) in "
-                     "{:.2f} s",
-                     s.total, s.total == 1 ? "" : "s", s.exact, s.bounded, s.refuted, s.unknown, s.error, s.cached,
-                     seconds);
+  return fmt::format(
+      "summary: {} obligation{}: {} exact, {} bounded, {} refuted, {} unknown, {} error ({} cached) in "
+      "{:.2f} s",
+      s.total, s.total == 1 ? "" : "s", s.exact, s.bounded, s.refuted, s.unknown, s.error, s.cached, seconds);
 }
 
 }  // namespace
@@ -72,11 +84,21 @@ Summary summarize(const std::vector<Verdict>& verdicts) {
     ++s.total;
     s.cached += v.cached;
     switch (v.kind) {
-      case VerdictKind::Exact: ++s.exact; break;
-      case VerdictKind::Bounded: ++s.bounded; break;
-      case VerdictKind::Refuted: ++s.refuted; break;
-      case VerdictKind::Unknown: ++s.unknown; break;
-      case VerdictKind::Error: ++s.error; break;
+      case VerdictKind::Exact:
+        ++s.exact;
+        break;
+      case VerdictKind::Bounded:
+        ++s.bounded;
+        break;
+      case VerdictKind::Refuted:
+        ++s.refuted;
+        break;
+      case VerdictKind::Unknown:
+        ++s.unknown;
+        break;
+      case VerdictKind::Error:
+        ++s.error;
+        break;
     }
   }
   return s;
@@ -91,20 +113,23 @@ int exit_code_for(const std::vector<Verdict>& verdicts, FailOn fail_on) {
 }
 
 std::string report_text(const std::vector<Verdict>& verdicts, const ReportContext& ctx) {
-  std::string out = fmt::format("flashproof verify: {}{}\n", ctx.input, ctx.config.empty() ? "" : " (" + ctx.config + ")");
+  std::string out =
+      fmt::format("flashproof verify: {}{}\n", ctx.input, ctx.config.empty() ? "" : " (" + ctx.config + ")");
   if (!verdicts.empty()) {
-    out += fmt::format("solver: z3 {}; limits: {}\n", verdicts[0].solver.version, limits_text(verdicts[0].limits));
+    out += fmt::format("solver: z3 {}; limits: {}\n", verdicts[0].solver.version,
+                       limits_text(verdicts[0].limits));
     out += "exp assumption: " + exp_assumption_text(verdicts[0].limits.exp_ulp) + "\n";
   }
   for (const auto& n : ctx.notes) out += "note: " + n + "\n";
   if (!verdicts.empty()) {
-    std::vector<std::array<std::string, 7>> rows = {{"id", "rewrite", "claim", "covers", "verdict", "scope", "time"}};
+    std::vector<std::array<std::string, 7>> rows = {
+        {"id", "rewrite", "claim", "covers", "verdict", "scope", "time"}};
     for (const auto& v : verdicts) {
       std::string verdict = verdict_kind_name(v.kind);
       if (v.kind == VerdictKind::Unknown) verdict += fmt::format(" ({})", unknown_reason_name(v.reason));
       if (v.kind == VerdictKind::Bounded && v.bound) verdict += fmt::format(" (rel {:.3g})", v.bound->value);
-      rows.push_back({v.id, v.rewrite.empty() ? "-" : v.rewrite, v.claim, covers_text(v), verdict, short_scope(v),
-                      v.cached ? "cached" : fmt::format("{:.2f}s", v.seconds)});
+      rows.push_back({v.id, v.rewrite.empty() ? "-" : v.rewrite, v.claim, covers_text(v), verdict,
+                      short_scope(v), v.cached ? "cached" : fmt::format("{:.2f}s", v.seconds)});
     }
     std::array<std::size_t, 7> w{};
     for (const auto& r : rows)
@@ -123,15 +148,17 @@ std::string report_text(const std::vector<Verdict>& verdicts, const ReportContex
     if (v.bound) {
       const BoundInfo& b = *v.bound;
       out += fmt::format("  bound: {}\n  instantiated: {}\n", b.formula, b.instantiated);
-      out += fmt::format("  worst observed: {:.3g} of the bound (differential); tightness on MPFR rows: {:.3g}\n",
-                         b.worst_observed, b.tightness);
+      out += fmt::format(
+          "  worst observed: {:.3g} of the bound (differential); tightness on MPFR rows: {:.3g}\n",
+          b.worst_observed, b.tightness);
       for (const auto& d : b.downstream)
-        out += fmt::format("  downstream {}: rho = {:.3g} relative to {}; worst observed {:.3g} of it\n", d.node, d.value,
-                           d.relative_to, d.worst_observed);
+        out += fmt::format("  downstream {}: rho = {:.3g} relative to {}; worst observed {:.3g} of it\n",
+                           d.node, d.value, d.relative_to, d.worst_observed);
       for (const auto& p : b.parts) out += fmt::format("  {} [{}]: {}\n", p.name, p.status, p.detail);
     }
     if (v.counterexample)
-      out += fmt::format("  counterexample: {}\n  replay: {}\n", v.counterexample->dir, v.counterexample->replay);
+      out += fmt::format("  counterexample: {}\n  replay: {}\n", v.counterexample->dir,
+                         v.counterexample->replay);
     if (!v.proved()) out += "  repro: " + v.repro + "\n";
   }
   out += "\n" + summary_line(summarize(verdicts), ctx.seconds) + "\n";
@@ -171,25 +198,30 @@ std::string report_junit(const std::vector<Verdict>& verdicts, const ReportConte
   int failures = s.refuted + (ctx.fail_on == FailOn::Unknown ? s.unknown : 0);
   int skipped = ctx.fail_on == FailOn::Unknown ? 0 : s.unknown;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites name=\"flashproof verify\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
-                     "time=\"{:.3f}\">\n",
-                     s.total, failures, s.error, skipped, ctx.seconds);
-  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                     xml_escape(ctx.input), s.total, failures, s.error, skipped, ctx.seconds);
+  out += fmt::format(
+      "<testsuites name=\"flashproof verify\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+      "time=\"{:.3f}\">\n",
+      s.total, failures, s.error, skipped, ctx.seconds);
+  out += fmt::format(
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+      xml_escape(ctx.input), s.total, failures, s.error, skipped, ctx.seconds);
   for (const auto& v : verdicts) {
     out += fmt::format("    <testcase classname=\"{}\" name=\"{} {}\" time=\"{:.3f}\"",
-                       xml_escape(v.rewrite.empty() ? "pair" : v.rewrite), xml_escape(v.id), xml_escape(covers_text(v)),
-                       v.seconds);
-    std::string detail = xml_escape(v.message + (v.counterexample ? "\nreplay: " + v.counterexample->replay : "") +
-                                    "\nrepro: " + v.repro);
+                       xml_escape(v.rewrite.empty() ? "pair" : v.rewrite), xml_escape(v.id),
+                       xml_escape(covers_text(v)), v.seconds);
+    std::string detail =
+        xml_escape(v.message + (v.counterexample ? "\nreplay: " + v.counterexample->replay : "") +
+                   "\nrepro: " + v.repro);
     switch (v.kind) {
       case VerdictKind::Exact:
       case VerdictKind::Bounded:
-        out += fmt::format(">\n      <system-out>{}</system-out>\n    </testcase>\n", xml_escape(verdict_headline(v)));
+        out += fmt::format(">\n      <system-out>{}</system-out>\n    </testcase>\n",
+                           xml_escape(verdict_headline(v)));
         break;
       case VerdictKind::Refuted:
-        out += fmt::format(">\n      <failure type=\"refuted\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                           xml_escape(verdict_headline(v)), detail);
+        out +=
+            fmt::format(">\n      <failure type=\"refuted\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                        xml_escape(verdict_headline(v)), detail);
         break;
       case VerdictKind::Error:
         out += fmt::format(">\n      <error type=\"error\" message=\"{}\">{}</error>\n    </testcase>\n",
@@ -197,10 +229,12 @@ std::string report_junit(const std::vector<Verdict>& verdicts, const ReportConte
         break;
       case VerdictKind::Unknown:
         if (ctx.fail_on == FailOn::Unknown)
-          out += fmt::format(">\n      <failure type=\"unknown\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                             xml_escape(verdict_headline(v)), detail);
+          out +=
+              fmt::format(">\n      <failure type=\"unknown\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                          xml_escape(verdict_headline(v)), detail);
         else
-          out += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml_escape(verdict_headline(v)));
+          out += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                             xml_escape(verdict_headline(v)));
         break;
     }
   }
@@ -210,7 +244,8 @@ std::string report_junit(const std::vector<Verdict>& verdicts, const ReportConte
 
 std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportContext& ctx) {
   std::map<std::string, std::string> rules;
-  for (const auto& v : verdicts) rules.emplace(v.rewrite.empty() ? "translation-validation" : v.rewrite, v.description);
+  for (const auto& v : verdicts)
+    rules.emplace(v.rewrite.empty() ? "translation-validation" : v.rewrite, v.description);
   json rule_list = json::array();
   std::map<std::string, int> rule_index;
   for (const auto& [id, desc] : rules) {
@@ -231,17 +266,18 @@ std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportConte
       level = ctx.fail_on == FailOn::Unknown ? "error" : "warning";
       kind = "review";
     }
-    json r{{"ruleId", rule},
-           {"ruleIndex", rule_index[rule]},
-           {"level", level},
-           {"kind", kind},
-           {"message", {{"text", fmt::format("{} {}: {} — {}", v.id, v.claim, verdict_headline(v), v.message)}}},
-           {"properties",
-            {{"verdict", verdict_kind_name(v.kind)},
-             {"obligation", v.id},
-             {"claim", v.claim},
-             {"scope", v.scope.text},
-             {"repro", v.repro}}}};
+    json r{
+        {"ruleId", rule},
+        {"ruleIndex", rule_index[rule]},
+        {"level", level},
+        {"kind", kind},
+        {"message", {{"text", fmt::format("{} {}: {} — {}", v.id, v.claim, verdict_headline(v), v.message)}}},
+        {"properties",
+         {{"verdict", verdict_kind_name(v.kind)},
+          {"obligation", v.id},
+          {"claim", v.claim},
+          {"scope", v.scope.text},
+          {"repro", v.repro}}}};
     if (!v.file.empty()) {
       json phys{{"artifactLocation", {{"uri", v.file}}}};
       if (v.line > 0) phys["region"] = {{"startLine", v.line}};
@@ -249,23 +285,25 @@ std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportConte
     }
     results.push_back(r);
   }
-  json sarif{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-             {"version", "2.1.0"},
-             {"runs",
-              json::array({{{"tool",
-                             {{"driver",
-                               {{"name", "flashproof"},
-                                {"version", FLASHPROOF_VERSION},
-                                {"informationUri", "https://flashproof.dev"},
-                                {"rules", rule_list}}}}},
-                            {"invocations", json::array({{{"commandLine", ctx.command},
-                                                          {"executionSuccessful", true},
-                                                          {"exitCode", exit_code_for(verdicts, ctx.fail_on)}}})},
-                            {"results", results}}})}};
+  json sarif{
+      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+      {"version", "2.1.0"},
+      {"runs",
+       json::array({{{"tool",
+                      {{"driver",
+                        {{"name", "flashproof"},
+                         {"version", FLASHPROOF_VERSION},
+                         {"informationUri", "https://flashproof.dev"},
+                         {"rules", rule_list}}}}},
+                     {"invocations", json::array({{{"commandLine", ctx.command},
+                                                   {"executionSuccessful", true},
+                                                   {"exitCode", exit_code_for(verdicts, ctx.fail_on)}}})},
+                     {"results", results}}})}};
   return sarif.dump(2) + "\n";
 }
 
-std::string render_report(const std::string& format, const std::vector<Verdict>& verdicts, const ReportContext& ctx) {
+std::string render_report(const std::string& format, const std::vector<Verdict>& verdicts,
+                          const ReportContext& ctx) {
   if (format == "json") return report_json(verdicts, ctx);
   if (format == "jsonl") return report_jsonl(verdicts, ctx);
   if (format == "junit") return report_junit(verdicts, ctx);

@@ -46,6 +46,7 @@ std::string report_junit(const std::vector<Verdict>& verdicts, const ReportConte
 std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportContext& ctx);
 
 // Dispatch on "text" | "json" | "jsonl" | "junit" | "sarif".
-std::string render_report(const std::string& format, const std::vector<Verdict>& verdicts, const ReportContext& ctx);
+std::string render_report(const std::string& format, const std::vector<Verdict>& verdicts,
+                          const ReportContext& ctx);
 
 }  // namespace fp::verify

@@ -14,22 +14,32 @@ namespace {
 
 double max_finite(Prec p) {
   switch (p) {
-    case Prec::F64: return std::numeric_limits<double>::max();
-    case Prec::F32: return std::numeric_limits<float>::max();
-    case Prec::F16: return 65504.0;
-    case Prec::BF16: return 0x1.fep127;
-    case Prec::I32: return 2147483647.0;
+    case Prec::F64:
+      return std::numeric_limits<double>::max();
+    case Prec::F32:
+      return std::numeric_limits<float>::max();
+    case Prec::F16:
+      return 65504.0;
+    case Prec::BF16:
+      return 0x1.fep127;
+    case Prec::I32:
+      return 2147483647.0;
   }
   return 0;
 }
 
 double min_subnormal(Prec p) {
   switch (p) {
-    case Prec::F64: return std::numeric_limits<double>::denorm_min();
-    case Prec::F32: return std::numeric_limits<float>::denorm_min();
-    case Prec::F16: return std::ldexp(1.0, -24);
-    case Prec::BF16: return std::ldexp(1.0, -133);
-    case Prec::I32: return 1;
+    case Prec::F64:
+      return std::numeric_limits<double>::denorm_min();
+    case Prec::F32:
+      return std::numeric_limits<float>::denorm_min();
+    case Prec::F16:
+      return std::ldexp(1.0, -24);
+    case Prec::BF16:
+      return std::ldexp(1.0, -133);
+    case Prec::I32:
+      return 1;
   }
   return 0;
 }
@@ -37,14 +47,17 @@ double min_subnormal(Prec p) {
 std::vector<double> specials(Prec p) {
   if (p == Prec::I32) return {2147483647.0, -2147483648.0, 0, -1, 1, 8, -8};
   const double mx = max_finite(p);
-  return {INFINITY, -INFINITY, NAN, mx, -mx, 1e30, -1e30, 0.0, -0.0, min_subnormal(p), 1, -1, 1e4, -1e4, 88.75, -104.0};
+  return {INFINITY, -INFINITY,        NAN, mx, -mx, 1e30, -1e30, 0.0,
+          -0.0,     min_subnormal(p), 1,   -1, 1e4, -1e4, 88.75, -104.0};
 }
 
 enum Family { kRandom, kScaled, kSpecialCell, kSlice, kTies, kInts, kSparse, kSigned, kCancel, kFamilies };
-const char* const kFamilyNames[] = {"random", "scaled",         "special-cell", "special-slice", "ties",
+const char* const kFamilyNames[] = {"random",         "scaled", "special-cell", "special-slice", "ties",
                                     "small-integers", "sparse", "one-signed",   "cancellation"};
 
-double fit(Prec p, double v) { return round_to(p, v); }
+double fit(Prec p, double v) {
+  return round_to(p, v);
+}
 
 std::string fmt_two(double v) {
   char buf[40];
@@ -77,7 +90,8 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
   std::vector<const Node*> nodes = r.inputs();
   if (nodes.empty()) return in;
   switch (f) {
-    case kRandom: break;
+    case kRandom:
+      break;
     case kScaled: {
       const double scales[] = {1e-40, 1e-20, 1e-5, 100, 1e5, 1e20, 1e35, 1e300};
       double sc = scales[rng.range(0, 7)];
@@ -96,9 +110,11 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
       break;
     }
     case kSlice: {
-      const Node* n = nodes[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(nodes.size()) - 1))];
+      const Node* n =
+          nodes[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(nodes.size()) - 1))];
       if (n->dims.empty()) break;
-      std::size_t axis = static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(n->dims.size()) - 1));
+      std::size_t axis =
+          static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(n->dims.size()) - 1));
       std::int64_t at = rng.range(0, n->dims[axis] - 1);
       std::vector<double> sp = specials(n->prec);
       double v = fit(n->prec, sp[static_cast<std::size_t>(rng.range(0, 4))]);  // the non-finite and ±max ones
@@ -126,10 +142,12 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
       std::vector<Cell> cells = all_cells(r);
       int count = static_cast<int>(rng.range(1, 3));
       for (int i = 0; i < count; ++i) {
-        const Cell& c = cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
+        const Cell& c =
+            cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
         std::vector<double> sp = specials(c.node->prec);
-        double v = rng.unit() < 0.5 ? sp[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(sp.size()) - 1))]
-                                    : 4 * rng.unit() - 2;
+        double v = rng.unit() < 0.5
+                       ? sp[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(sp.size()) - 1))]
+                       : 4 * rng.unit() - 2;
         in[c.node->name].data[static_cast<std::size_t>(c.index)] = fit(c.node->prec, v);
       }
       break;
@@ -137,7 +155,8 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
     case kSigned: {
       bool neg = rng.unit() < 0.5;
       for (auto& [name, t] : in)
-        for (auto& v : t.data) v = fit(t.prec, t.prec == Prec::I32 ? v : (neg ? -std::fabs(v) : std::fabs(v)));
+        for (auto& v : t.data)
+          v = fit(t.prec, t.prec == Prec::I32 ? v : (neg ? -std::fabs(v) : std::fabs(v)));
       break;
     }
     case kCancel: {
@@ -146,14 +165,17 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
       std::vector<Cell> cells = all_cells(r);
       if (cells.size() < 2) break;
       const double bigs[] = {1e4, 1e8, 1e20, 1e30};
-      const Cell& a = cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
-      const Cell& b = cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
+      const Cell& a =
+          cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
+      const Cell& b =
+          cells[static_cast<std::size_t>(rng.range(0, static_cast<std::int64_t>(cells.size()) - 1))];
       double big = bigs[rng.range(0, 3)];
       in[a.node->name].data[static_cast<std::size_t>(a.index)] = fit(a.node->prec, big);
       in[b.node->name].data[static_cast<std::size_t>(b.index)] = fit(b.node->prec, -big);
       break;
     }
-    case kFamilies: break;
+    case kFamilies:
+      break;
   }
   return in;
 }
@@ -221,7 +243,8 @@ Found minimize_counterexample(const PairRunner& runner, Found found, int budget)
   return found;
 }
 
-TensorMap inputs_from_cells(const Routine& r, const std::map<std::pair<std::string, std::int64_t>, double>& cells) {
+TensorMap inputs_from_cells(const Routine& r,
+                            const std::map<std::pair<std::string, std::int64_t>, double>& cells) {
   TensorMap in;
   for (const Node* n : r.inputs()) {
     Tensor t = Tensor::zeros(n->prec, n->dims);

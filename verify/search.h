@@ -34,6 +34,7 @@ Found minimize_counterexample(const PairRunner& runner, Found found, int budget 
 
 // Inputs from solver values: store variables' (node, cell) values, every other cell 0, each
 // value rounded to its node's precision.
-TensorMap inputs_from_cells(const Routine& r, const std::map<std::pair<std::string, std::int64_t>, double>& cells);
+TensorMap inputs_from_cells(const Routine& r,
+                            const std::map<std::pair<std::string, std::int64_t>, double>& cells);
 
 }  // namespace fp::verify

@@ -55,8 +55,8 @@ ExprP replace(const ExprP& e, const ExprP& from, const ExprP& to) {
 
 }  // namespace
 
-LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Application& app, const Limits& limits,
-                           const std::string& dump_prefix) {
+LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Application& app,
+                           const Limits& limits, const std::string& dump_prefix) {
   LiftResult res;
   auto fail = [&](std::string why) {
     res.why_not = std::move(why);
@@ -64,30 +64,34 @@ LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Applica
     return res;
   };
   if (app.statements.size() != 1) return fail("the application does not name exactly one statement");
-  if (src.nodes.size() != tgt.nodes.size() || !std::equal(src.nodes.begin(), src.nodes.end(), tgt.nodes.begin()))
+  if (src.nodes.size() != tgt.nodes.size() ||
+      !std::equal(src.nodes.begin(), src.nodes.end(), tgt.nodes.begin()))
     return fail("source and target declare different nodes");
   std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(tgt);
   const std::size_t pos = static_cast<std::size_t>(app.statements[0] - 1);
-  if (S.size() != T.size() || pos >= S.size()) return fail("source and target have different top-level statements");
+  if (S.size() != T.size() || pos >= S.size())
+    return fail("source and target have different top-level statements");
   for (std::size_t i = 0; i < S.size(); ++i)
     if (i != pos && !equal(S[i], T[i]))
       return fail(fmt::format("top-level statement {} differs outside the application", i + 1));
-  res.steps.push_back(fmt::format("structure: {} top-level statements identical outside statement {}", S.size() - 1, pos + 1));
+  res.steps.push_back(fmt::format("structure: {} top-level statements identical outside statement {}",
+                                  S.size() - 1, pos + 1));
 
   // Source: for L { T[ti] = add(T[ti], mul(A, B)) }.
   std::vector<Loop> L;
   const Stmt* store = peel(S[pos].get(), L);
   if (store->kind != StmtKind::Set) return fail("the source statement is not a loop nest around one store");
-  const Node* target = src.find_node(store->name);
   const ExprP& v = store->value;
-  if (!v || v->kind != ExprKind::Binary || v->binop() != BinOp::Add) return fail("the source store is not an add");
+  if (!v || v->kind != ExprKind::Binary || v->binop() != BinOp::Add)
+    return fail("the source store is not an add");
   auto self_read = [&](const ExprP& e) {
     return e->kind == ExprKind::Get && e->name == store->name && e->indices == store->indices;
   };
   int prod_at = self_read(v->args[0]) ? 1 : self_read(v->args[1]) ? 0 : -1;
   if (prod_at < 0) return fail("the source add does not read its target at the stored cell");
   const ExprP& prod = v->args[static_cast<std::size_t>(prod_at)];
-  if (prod->kind != ExprKind::Binary || prod->binop() != BinOp::Mul) return fail("the accumulated value is not a product");
+  if (prod->kind != ExprKind::Binary || prod->binop() != BinOp::Mul)
+    return fail("the accumulated value is not a product");
   if (reads_node(prod, store->name)) return fail("the accumulated product reads the target node");
   std::set<std::string> syms;
   for (const auto& l : L)
@@ -101,7 +105,8 @@ LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Applica
   if (body->kind == StmtKind::For) {
     O.push_back(Loop{body->sym, body->from, body->to});
   }
-  if (!list || list->size() != 3) return fail("the target statement is not loops around (local, read, inner loops)");
+  if (!list || list->size() != 3)
+    return fail("the target statement is not loops around (local, read, inner loops)");
   const Stmt& decl = *(*list)[0];
   const Stmt& read = *(*list)[1];
   if (decl.kind != StmtKind::DeclareLocal || read.kind != StmtKind::SetLocal || read.name != decl.name)
@@ -119,8 +124,8 @@ LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Applica
                             prec_name(decl.prec), prec_name(R->prec)));
   ExprP expected = replace(store->value, R, get_local(decl.name, decl.prec));
   if (inner->name != store->name || inner->indices != store->indices || !equal(inner->value, expected))
-    return fail(fmt::format("the target store is not the source store with {} replaced by {}: {}", print_expr(*R),
-                            decl.name, print_stmt(*inner)));
+    return fail(fmt::format("the target store is not the source store with {} replaced by {}: {}",
+                            print_expr(*R), decl.name, print_stmt(*inner)));
   // The local must not shadow a name the store reads otherwise.
   bool local_read_elsewhere = false;
   for_each_expr(store->value, [&](const Expr& x) {
@@ -132,22 +137,28 @@ LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Applica
   std::vector<Loop> a = L, b = perm;
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
-  if (a != b) return fail("the target's loops are not a permutation of the source's (same symbols and ranges)");
-  res.steps.push_back(fmt::format(
-      "structure: target = for ({}) {{ {} := {} }} for ({}) {{ source store with the read replaced }}; loops a "
-      "permutation, local at the read's precision {}",
-      fmt::join([&] {
-        std::vector<std::string> s;
-        for (const auto& l : O) s.push_back(l.sym);
-        return s;
-      }(), ", "),
-      decl.name, print_expr(*R),
-      fmt::join([&] {
-        std::vector<std::string> s;
-        for (const auto& l : I) s.push_back(l.sym);
-        return s;
-      }(), ", "),
-      prec_name(decl.prec)));
+  if (a != b)
+    return fail("the target's loops are not a permutation of the source's (same symbols and ranges)");
+  res.steps.push_back(
+      fmt::format("structure: target = for ({}) {{ {} := {} }} for ({}) {{ source store with the read "
+                  "replaced }}; loops a "
+                  "permutation, local at the read's precision {}",
+                  fmt::join(
+                      [&] {
+                        std::vector<std::string> s;
+                        for (const auto& l : O) s.push_back(l.sym);
+                        return s;
+                      }(),
+                      ", "),
+                  decl.name, print_expr(*R),
+                  fmt::join(
+                      [&] {
+                        std::vector<std::string> s;
+                        for (const auto& l : I) s.push_back(l.sym);
+                        return s;
+                      }(),
+                      ", "),
+                  prec_name(decl.prec)));
 
   smt::OrderQuery q;
   for (const auto& l : L) q.src_loops.push_back(l.sym);
@@ -163,8 +174,9 @@ LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Applica
   lim.timeout_s = limits.timeout_s;
   for (const auto& f : smt::prove_order(q, lim, dump_prefix)) {
     if (f.outcome.status == smt::SmtStatus::Unsat) {
-      res.steps.push_back(fmt::format("Z3 (integers, symbolic extents): fact '{}' holds for all extents (unsat, {:.3f}s)",
-                                      f.name, f.outcome.seconds));
+      res.steps.push_back(
+          fmt::format("Z3 (integers, symbolic extents): fact '{}' holds for all extents (unsat, {:.3f}s)",
+                      f.name, f.outcome.seconds));
       continue;
     }
     if (f.outcome.status == smt::SmtStatus::Unknown) {

@@ -34,7 +34,7 @@ struct LiftResult {
   bool unknown = false;  // a Z3 fact was undecided (vs. failed)
 };
 
-LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Application& app, const Limits& limits,
-                           const std::string& dump_prefix);
+LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Application& app,
+                           const Limits& limits, const std::string& dump_prefix);
 
 }  // namespace fp::verify

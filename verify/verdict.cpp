@@ -8,22 +8,32 @@ using nlohmann::json;
 
 const char* verdict_kind_name(VerdictKind k) {
   switch (k) {
-    case VerdictKind::Exact: return "exact";
-    case VerdictKind::Bounded: return "bounded";
-    case VerdictKind::Refuted: return "refuted";
-    case VerdictKind::Unknown: return "unknown";
-    case VerdictKind::Error: return "error";
+    case VerdictKind::Exact:
+      return "exact";
+    case VerdictKind::Bounded:
+      return "bounded";
+    case VerdictKind::Refuted:
+      return "refuted";
+    case VerdictKind::Unknown:
+      return "unknown";
+    case VerdictKind::Error:
+      return "error";
   }
   return "error";
 }
 
 const char* unknown_reason_name(UnknownReason r) {
   switch (r) {
-    case UnknownReason::None: return "";
-    case UnknownReason::Timeout: return "timeout";
-    case UnknownReason::ResourceLimit: return "resource limit";
-    case UnknownReason::Unsupported: return "unsupported construct";
-    case UnknownReason::Approximation: return "approximation in the way";
+    case UnknownReason::None:
+      return "";
+    case UnknownReason::Timeout:
+      return "timeout";
+    case UnknownReason::ResourceLimit:
+      return "resource limit";
+    case UnknownReason::Unsupported:
+      return "unsupported construct";
+    case UnknownReason::Approximation:
+      return "approximation in the way";
   }
   return "";
 }
@@ -59,9 +69,11 @@ double num_of(const json& j) {
 }  // namespace
 
 json to_json(const Limits& l) {
-  return json{{"rlimit", l.rlimit},       {"timeout_s", l.timeout_s},       {"max_terms", l.max_terms},
-              {"search_trials", l.search_trials}, {"real_n", l.real_n}, {"real_timeout_s", l.real_timeout_s},     {"mpfr_rows", l.mpfr_rows},
-              {"mpfr_bits", l.mpfr_bits}, {"exp_ulp", l.exp_ulp},           {"seed", l.seed}};
+  return json{{"rlimit", l.rlimit},       {"timeout_s", l.timeout_s},
+              {"max_terms", l.max_terms}, {"search_trials", l.search_trials},
+              {"real_n", l.real_n},       {"real_timeout_s", l.real_timeout_s},
+              {"mpfr_rows", l.mpfr_rows}, {"mpfr_bits", l.mpfr_bits},
+              {"exp_ulp", l.exp_ulp},     {"seed", l.seed}};
 }
 
 static Limits limits_of(const json& j) {
@@ -103,7 +115,8 @@ json to_json(const Verdict& v) {
   if (v.bound) {
     const BoundInfo& b = *v.bound;
     json parts = json::array();
-    for (const auto& p : b.parts) parts.push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
+    for (const auto& p : b.parts)
+      parts.push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
     json down = json::array();
     for (const auto& d : b.downstream)
       down.push_back({{"node", d.node},
@@ -111,11 +124,16 @@ json to_json(const Verdict& v) {
                       {"value", num(d.value)},
                       {"relative_to", d.relative_to},
                       {"worst_observed", num(d.worst_observed)}});
-    j["bound"] = {{"formula", b.formula},       {"instantiated", b.instantiated},
-                  {"value", num(b.value)},      {"relative_to", b.relative_to},
-                  {"n", b.n},                   {"exp_assumption", b.exp_assumption},
-                  {"worst_observed", num(b.worst_observed)}, {"tightness", num(b.tightness)},
-                  {"downstream", down},         {"certificate", parts}};
+    j["bound"] = {{"formula", b.formula},
+                  {"instantiated", b.instantiated},
+                  {"value", num(b.value)},
+                  {"relative_to", b.relative_to},
+                  {"n", b.n},
+                  {"exp_assumption", b.exp_assumption},
+                  {"worst_observed", num(b.worst_observed)},
+                  {"tightness", num(b.tightness)},
+                  {"downstream", down},
+                  {"certificate", parts}};
   } else {
     j["bound"] = nullptr;
   }

@@ -14,9 +14,8 @@
 // docs/verify.md explains each field; docs/report-schema.md and docs/verify-report.schema.json
 // fix the JSON form.
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,17 +40,17 @@ const char* unknown_reason_name(UnknownReason r);  // "timeout", "resource limit
 // The limits a verdict was obtained under; every verdict lists them (mlir-tv: the bounds a proof
 // used are flags and appear in every verdict).
 struct Limits {
-  std::uint64_t rlimit = 20'000'000;  // Z3 resource limit per query (deterministic)
-  double timeout_s = 60;              // wall-clock backstop per query
+  std::uint64_t rlimit = 20'000'000;    // Z3 resource limit per query (deterministic)
+  double timeout_s = 60;                // wall-clock backstop per query
   std::uint64_t max_terms = 4'000'000;  // symbolic-execution term budget per routine pair
-  int search_trials = 1500;           // concrete counterexample-search trials per obligation
-  int real_n = 3;                     // Z3-over-the-reals certificate for n = 1..real_n keys
-  double real_timeout_s = 5;          // wall backstop per reals query (nlsat does not honour rlimit
-                                      // promptly; an undecided pattern is reported unknown)
-  int mpfr_rows = 10000;              // MPFR reference rows per (storage, state) pair
-  int mpfr_bits = 200;                // MPFR reference precision
-  double exp_ulp = 0.52;              // assumed error of fp_exp64 in binary64 ulps
-  std::uint64_t seed = 1;             // seed of every random choice (inputs, rows)
+  int search_trials = 1500;             // concrete counterexample-search trials per obligation
+  int real_n = 3;                       // Z3-over-the-reals certificate for n = 1..real_n keys
+  double real_timeout_s = 5;            // wall backstop per reals query (nlsat does not honour rlimit
+                                        // promptly; an undecided pattern is reported unknown)
+  int mpfr_rows = 10000;                // MPFR reference rows per (storage, state) pair
+  int mpfr_bits = 200;                  // MPFR reference precision
+  double exp_ulp = 0.52;                // assumed error of fp_exp64 in binary64 ulps
+  std::uint64_t seed = 1;               // seed of every random choice (inputs, rows)
 };
 
 struct Scope {
@@ -76,7 +75,7 @@ struct DownstreamBound {
   std::string node;
   std::string formula;  // e.g. "|P' - P| <= rho_P |P|"
   double value = 0;
-  std::string relative_to;  // "|P|" or "sum |P v|"
+  std::string relative_to;    // "|P|" or "sum |P v|"
   double worst_observed = 0;  // fraction of the bound in the differential run
 };
 

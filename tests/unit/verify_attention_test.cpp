@@ -52,7 +52,8 @@ void expect_table(const std::string& name) {
         EXPECT_LE(v.bound->tightness, 1.0);
         for (const auto& d : v.bound->downstream) EXPECT_LE(d.worst_observed, 1.0) << d.node;
         bool recurrence = false;
-        for (const auto& p : v.bound->parts) recurrence = recurrence || (p.name == "(i) recurrence" && p.status == "proved");
+        for (const auto& p : v.bound->parts)
+          recurrence = recurrence || (p.name == "(i) recurrence" && p.status == "proved");
         EXPECT_TRUE(recurrence);
       } else {
         ADD_FAILURE() << "unexpected claim " << v.claim;
@@ -67,7 +68,9 @@ void expect_table(const std::string& name) {
   FAIL() << "no case " << name;
 }
 
-TEST(VerifyAttention, ForwardF32) { expect_table("forward-f32"); }
+TEST(VerifyAttention, ForwardF32) {
+  expect_table("forward-f32");
+}
 TEST(VerifyAttention, Masks) {
   for (auto n : {"causal", "prefix-2", "padding-1", "causal-sq5-sk2-masked-rows", "sq2-sk5"}) expect_table(n);
 }

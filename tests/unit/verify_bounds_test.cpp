@@ -60,7 +60,8 @@ TEST(VerifyBounds, RealsCertificateSmallN) {
         q.rel = normalizer_bound(p, state_prec(p), n, 0.52).rel;
         smt::SmtLimits lim;
         lim.timeout_s = 20;
-        EXPECT_EQ(smt::check_real_bound(q, lim).status, smt::SmtStatus::Unsat) << prec_name(p) << " n=" << n << " " << pat;
+        EXPECT_EQ(smt::check_real_bound(q, lim).status, smt::SmtStatus::Unsat)
+            << prec_name(p) << " n=" << n << " " << pat;
       }
   }
   smt::RealBoundQuery tight;
@@ -88,8 +89,10 @@ TEST(VerifyBounds, MpfrReferenceTenThousandRows) {
     EXPECT_GT(r.worst_pair, 0.05);
     EXPECT_LE(r.worst_pair, 1.0);
     EXPECT_GE(r.families.size(), 12u);
-    std::printf("[ mpfr ] %s: %d rows in %.2f s, tightness %.3f (worst row %s), composed %.3f of B_src, scan %.3f of B_tgt\n",
-                prec_name(p), r.rows, r.seconds, r.worst_pair, r.worst_row.c_str(), r.worst_src, r.worst_tgt);
+    std::printf(
+        "[ mpfr ] %s: %d rows in %.2f s, tightness %.3f (worst row %s), composed %.3f of B_src, scan %.3f of "
+        "B_tgt\n",
+        prec_name(p), r.rows, r.seconds, r.worst_pair, r.worst_row.c_str(), r.worst_src, r.worst_tgt);
   }
 }
 

@@ -5,7 +5,6 @@
 // on a nest it declines.
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -58,8 +57,8 @@ Verdict worst_verdict(const std::vector<Task>& pair, const Routine& mutant, cons
   return *worst;
 }
 
-void expect_all_refuted(const std::vector<Task>& pair, const std::vector<Mutant>& mutants, const EngineOptions& o,
-                        int at_least) {
+void expect_all_refuted(const std::vector<Task>& pair, const std::vector<Mutant>& mutants,
+                        const EngineOptions& o, int at_least) {
   EXPECT_GE(static_cast<int>(mutants.size()), at_least);
   int refuted = 0;
   for (const auto& m : mutants) {
@@ -128,7 +127,8 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
 // The rewrite's own emitter, forced onto a nest it declines (moved-loop-not-in-target): the moved
 // loop k does not index o as a plain iterator, so contributions to one cell change order.
 TEST(VerifyMutants, HoistOfLoopNotIndexingTheTargetIsRefuted) {
-  std::string path = std::string(FLASHPROOF_SOURCE_DIR) + "/tests/lit/online_softmax/hoist-decline-target-not-plain.fp";
+  std::string path =
+      std::string(FLASHPROOF_SOURCE_DIR) + "/tests/lit/online_softmax/hoist-decline-target-not-plain.fp";
   Routine src = parse_routine_file(path);
   std::vector<StmtP> top;
   for (const auto& s : src.body->body) top.push_back(s);
@@ -136,14 +136,14 @@ TEST(VerifyMutants, HoistOfLoopNotIndexingTheTargetIsRefuted) {
   const Stmt& nest = *top[pos];            // for i { for k { for j { o[i, j + k] += p[i, j] * v[j, k] } } }
   const Stmt& store = *nest.body[0]->body[0]->body[0];
   ExprP read = store.value->args[1]->args[0];
-  ExprP value = binary(BinOp::Add, store.value->args[0],
-                       binary(BinOp::Mul, get_local("os_p_p", Prec::F32), store.value->args[1]->args[1], Prec::F32),
-                       Prec::F32);
-  StmtP hoisted = for_loop(
-      "i", 0, 1,
-      {for_loop("j", 0, 3,
-                {declare_local("os_p_p", Prec::F32), set_local("os_p_p", read),
-                 for_loop("k", 0, 2, {set("o", store.indices, value)})})});
+  ExprP value =
+      binary(BinOp::Add, store.value->args[0],
+             binary(BinOp::Mul, get_local("os_p_p", Prec::F32), store.value->args[1]->args[1], Prec::F32),
+             Prec::F32);
+  StmtP hoisted = for_loop("i", 0, 1,
+                           {for_loop("j", 0, 3,
+                                     {declare_local("os_p_p", Prec::F32), set_local("os_p_p", read),
+                                      for_loop("k", 0, 2, {set("o", store.indices, value)})})});
   Routine tgt = src;
   std::vector<StmtP> t = top;
   t[pos] = hoisted;
@@ -164,7 +164,8 @@ TEST(VerifyMutants, HoistOfLoopNotIndexingTheTargetIsRefuted) {
   Verdict v = discharge(task, options("forced-hoist"));
   EXPECT_EQ(v.kind, VerdictKind::Refuted) << v.message;
   bool order_fact_failed = false;
-  for (const auto& s : v.steps) order_fact_failed = order_fact_failed || s.find("fact 'order' fails") != std::string::npos;
+  for (const auto& s : v.steps)
+    order_fact_failed = order_fact_failed || s.find("fact 'order' fails") != std::string::npos;
   EXPECT_TRUE(order_fact_failed) << "the all-sizes lift must fail on the order fact";
 }
 

@@ -2,11 +2,11 @@
 // of a set of verdicts, every report format, the proof cache, and progress lines.
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -45,12 +45,14 @@ Verdict sample(VerdictKind k, const std::string& id) {
     b.parts = {CertificatePart{"(a) reals", "unknown", "n=3: 2/4"}};
     v.bound = b;
   }
-  if (k == VerdictKind::Refuted) v.counterexample = Counterexample{"/tmp/x", "flashproof verify --src ...", "o[0]: 1 vs 2"};
+  if (k == VerdictKind::Refuted)
+    v.counterexample = Counterexample{"/tmp/x", "flashproof verify --src ...", "o[0]: 1 vs 2"};
   return v;
 }
 
 TEST(VerifyReport, VerdictJsonRoundTrip) {
-  for (auto k : {VerdictKind::Exact, VerdictKind::Bounded, VerdictKind::Refuted, VerdictKind::Unknown, VerdictKind::Error}) {
+  for (auto k : {VerdictKind::Exact, VerdictKind::Bounded, VerdictKind::Refuted, VerdictKind::Unknown,
+                 VerdictKind::Error}) {
     Verdict v = sample(k, "1.x");
     Verdict back = verdict_from_json(nlohmann::json::parse(to_json(v).dump()));
     EXPECT_EQ(to_json(back), to_json(v));
@@ -60,7 +62,8 @@ TEST(VerifyReport, VerdictJsonRoundTrip) {
 TEST(VerifyReport, ExitCodes) {
   auto V = [](VerdictKind k) { return sample(k, "1"); };
   EXPECT_EQ(exit_code_for({V(VerdictKind::Exact), V(VerdictKind::Bounded)}, FailOn::Unknown), kExitOk);
-  EXPECT_EQ(exit_code_for({V(VerdictKind::Exact), V(VerdictKind::Refuted), V(VerdictKind::Unknown)}, FailOn::Unknown),
+  EXPECT_EQ(exit_code_for({V(VerdictKind::Exact), V(VerdictKind::Refuted), V(VerdictKind::Unknown)},
+                          FailOn::Unknown),
             kExitRefuted);
   EXPECT_EQ(exit_code_for({V(VerdictKind::Unknown)}, FailOn::Unknown), kExitUnknown);
   EXPECT_EQ(exit_code_for({V(VerdictKind::Unknown)}, FailOn::Refuted), kExitOk);
@@ -88,7 +91,9 @@ TEST(VerifyReport, Formats) {
   while (std::getline(lines, line)) {
     auto x = nlohmann::json::parse(line);
     ++n;
-    if (n == 5) EXPECT_EQ(x["summary"]["total"], 4);
+    if (n == 5) {
+      EXPECT_EQ(x["summary"]["total"], 4);
+    }
   }
   EXPECT_EQ(n, 5);
 
@@ -111,7 +116,8 @@ TEST(VerifyReport, Formats) {
   EXPECT_NE(text.find("unknown (timeout)"), std::string::npos);
   EXPECT_NE(text.find("bounded (rel 6.8e-07)"), std::string::npos);
   EXPECT_NE(text.find("replay: flashproof verify --src"), std::string::npos);
-  EXPECT_NE(text.find("summary: 4 obligations: 1 exact, 1 bounded, 1 refuted, 1 unknown, 0 error"), std::string::npos);
+  EXPECT_NE(text.find("summary: 4 obligations: 1 exact, 1 bounded, 1 refuted, 1 unknown, 0 error"),
+            std::string::npos);
 }
 
 TEST(VerifyReport, Sha256) {
@@ -121,10 +127,12 @@ TEST(VerifyReport, Sha256) {
 }
 
 TEST(VerifyReport, ProofCacheAnswersAnUnchangedRerun) {
-  const char* src = "routine s { node a : f32[3] materialized input node o : f32[1] materialized output "
-                    "o[0] = max.f32(max.f32(a[0], a[1]), a[2]) }";
-  const char* tgt = "routine t { node a : f32[3] materialized input node o : f32[1] materialized output "
-                    "o[0] = max.f32(a[0], max.f32(a[1], a[2])) }";
+  const char* src =
+      "routine s { node a : f32[3] materialized input node o : f32[1] materialized output "
+      "o[0] = max.f32(max.f32(a[0], a[1]), a[2]) }";
+  const char* tgt =
+      "routine t { node a : f32[3] materialized input node o : f32[1] materialized output "
+      "o[0] = max.f32(a[0], max.f32(a[1], a[2])) }";
   Task t = pair_task(parse_routine(src, "s.fp"), parse_routine(tgt, "t.fp"), "exact", "t.fp", "repro");
   EngineOptions o;
   o.cache_dir = (std::filesystem::temp_directory_path() / "flashproof-verify-cache-test").string();

@@ -20,7 +20,8 @@ namespace {
 std::map<std::uint32_t, double> values_of(const TermStore& s, const TensorMap& in) {
   std::map<std::uint32_t, double> v;
   for (std::size_t i = 0; i < s.vars().size(); ++i)
-    v[static_cast<std::uint32_t>(i)] = in.at(s.vars()[i].node).data[static_cast<std::size_t>(s.vars()[i].cell)];
+    v[static_cast<std::uint32_t>(i)] =
+        in.at(s.vars()[i].node).data[static_cast<std::size_t>(s.vars()[i].cell)];
   return v;
 }
 
@@ -58,8 +59,8 @@ TEST(VerifySmt, EncodingOfRandomRoutinesEvaluatesToTheSemantics) {
         if (t->approx || t->op == TermOp::Const || reachable_count({t}) > 60) continue;
         auto z = smt::evaluate_encoding(store, t, vals);
         ASSERT_TRUE(z.has_value());
-        ASSERT_TRUE(same_value(*z, ev.eval(t))) << "seed " << seed << ": " << print_term(t, 6) << " encodes to " << *z
-                                                << ", semantics " << ev.eval(t);
+        ASSERT_TRUE(same_value(*z, ev.eval(t))) << "seed " << seed << ": " << print_term(t, 6)
+                                                << " encodes to " << *z << ", semantics " << ev.eval(t);
         ++checked;
       }
   }
@@ -81,7 +82,8 @@ TEST(VerifySmt, BitwiseQueries) {
   smt::FpQueryOptions fo;
   smt::SmtLimits lim;
   // max commutes bit for bit, NaN and signed zeros included.
-  EXPECT_EQ(smt::find_difference(s, {{s.binary(BinOp::Max, a, b, p), s.binary(BinOp::Max, b, a, p)}}, fo, lim).status,
+  EXPECT_EQ(smt::find_difference(s, {{s.binary(BinOp::Max, a, b, p), s.binary(BinOp::Max, b, a, p)}}, fo, lim)
+                .status,
             smt::SmtStatus::Unsat);
   // Summation order matters.
   auto o = smt::find_difference(s, {{add(add(a, b), c), add(a, add(b, c))}}, fo, lim);
@@ -90,7 +92,8 @@ TEST(VerifySmt, BitwiseQueries) {
   EXPECT_FALSE(same_value(round_to(p, round_to(p, x + y) + z), round_to(p, x + round_to(p, y + z))));
   // A where-based max differs from max on -0 / NaN.
   TermP wmax = s.ternary(TernOp::Where, s.binary(BinOp::Lt, a, b, p), b, a, p);
-  EXPECT_EQ(smt::find_difference(s, {{s.binary(BinOp::Max, a, b, p), wmax}}, fo, lim).status, smt::SmtStatus::Sat);
+  EXPECT_EQ(smt::find_difference(s, {{s.binary(BinOp::Max, a, b, p), wmax}}, fo, lim).status,
+            smt::SmtStatus::Sat);
   // exp is uninterpreted but shared: exp(a) * 1 is exp(a).
   TermP e = s.unary(UnOp::Exp, a, p);
   EXPECT_EQ(smt::find_difference(s, {{s.binary(BinOp::Mul, e, s.constant(1, p), p), e}}, fo, lim).status,
@@ -128,7 +131,8 @@ TEST(VerifySmt, OrderFactsOfLoopPermutations) {
   ok.outer = 2;
   ok.target = {Index::iter("i"), Index::iter("e")};
   ok.hoisted = {Index::iter("i"), Index::iter("t")};
-  for (const auto& f : smt::prove_order(ok, lim, "")) EXPECT_EQ(f.outcome.status, smt::SmtStatus::Unsat) << f.name;
+  for (const auto& f : smt::prove_order(ok, lim, ""))
+    EXPECT_EQ(f.outcome.status, smt::SmtStatus::Unsat) << f.name;
   // o[i, j + k]: moving k inside j changes the order of a cell's contributions.
   smt::OrderQuery bad = ok;
   bad.src_loops = {"i", "k", "j"};

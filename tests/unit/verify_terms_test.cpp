@@ -37,21 +37,26 @@ TEST(VerifyTerms, StructurallyEqualTermsAreTheSamePointer) {
 
 TEST(VerifyTerms, ConstantFoldingUsesTheSemantics) {
   TermStore s;
-  EXPECT_EQ(s.binary(BinOp::Max, s.constant(-0.0, Prec::F32), s.constant(0.0, Prec::F32), Prec::F32)->value, 0.0);
+  EXPECT_EQ(s.binary(BinOp::Max, s.constant(-0.0, Prec::F32), s.constant(0.0, Prec::F32), Prec::F32)->value,
+            0.0);
   EXPECT_FALSE(std::signbit(
       s.binary(BinOp::Max, s.constant(-0.0, Prec::F32), s.constant(0.0, Prec::F32), Prec::F32)->value));
-  EXPECT_TRUE(std::isnan(s.binary(BinOp::Max, s.constant(NAN, Prec::F32), s.constant(1, Prec::F32), Prec::F32)->value));
+  EXPECT_TRUE(std::isnan(
+      s.binary(BinOp::Max, s.constant(NAN, Prec::F32), s.constant(1, Prec::F32), Prec::F32)->value));
   EXPECT_EQ(s.unary(UnOp::Exp, s.constant(0.0, Prec::F16), Prec::F16)->value, 1.0);
-  EXPECT_EQ(s.binary(BinOp::Add, s.constant(65504, Prec::F16), s.constant(32, Prec::F16), Prec::F16)->value, INFINITY);
+  EXPECT_EQ(s.binary(BinOp::Add, s.constant(65504, Prec::F16), s.constant(32, Prec::F16), Prec::F16)->value,
+            INFINITY);
 }
 
 TEST(VerifyTerms, NarrowingOfExactWideningsAndTheirMaxima) {
   TermStore s;
   TermP a = s.var("x", 0, Prec::F16), b = s.var("x", 1, Prec::F16);
   EXPECT_EQ(s.convert(s.convert(a, Prec::F32), Prec::F16), a);
-  TermP wide = s.binary(BinOp::Max, s.binary(BinOp::Max, s.constant(-INFINITY, Prec::F32), s.convert(a, Prec::F32), Prec::F32),
-                        s.convert(b, Prec::F32), Prec::F32);
-  TermP narrow = s.binary(BinOp::Max, s.binary(BinOp::Max, s.constant(-INFINITY, Prec::F16), a, Prec::F16), b, Prec::F16);
+  TermP wide = s.binary(
+      BinOp::Max, s.binary(BinOp::Max, s.constant(-INFINITY, Prec::F32), s.convert(a, Prec::F32), Prec::F32),
+      s.convert(b, Prec::F32), Prec::F32);
+  TermP narrow = s.binary(BinOp::Max, s.binary(BinOp::Max, s.constant(-INFINITY, Prec::F16), a, Prec::F16), b,
+                          Prec::F16);
   EXPECT_EQ(s.convert(wide, Prec::F16), narrow);
   // A sum is not narrowable: its f32 value need not be an f16 value.
   TermP sum = s.binary(BinOp::Add, s.convert(a, Prec::F32), s.convert(b, Prec::F32), Prec::F32);
@@ -78,7 +83,8 @@ TensorMap spiky_inputs(const Routine& r, std::uint64_t seed) {
   const double sp[] = {INFINITY, -INFINITY, NAN, 0.0, -0.0, 65504.0, 1e-40, 3.0};
   for (auto& [name, t] : in)
     for (auto& v : t.data)
-      if (rng.unit() < 0.1) v = round_to(t.prec, t.prec == Prec::I32 ? std::round(sp[rng.range(5, 7)]) : sp[rng.range(0, 7)]);
+      if (rng.unit() < 0.1)
+        v = round_to(t.prec, t.prec == Prec::I32 ? std::round(sp[rng.range(5, 7)]) : sp[rng.range(0, 7)]);
   return in;
 }
 
@@ -100,8 +106,8 @@ TEST(VerifyTerms, SymbolicExecutionOfRandomRoutinesMatchesTheInterpreter) {
         for (std::int64_t i = 0; i < t.size(); ++i) {
           double want = t.data[static_cast<std::size_t>(i)];
           double got = ev.eval(mem.at(node)[static_cast<std::size_t>(i)]);
-          ASSERT_TRUE(same_value(want, got)) << "seed " << seed << " " << node << "[" << i << "]: interpreter " << want
-                                             << ", terms " << got;
+          ASSERT_TRUE(same_value(want, got))
+              << "seed " << seed << " " << node << "[" << i << "]: interpreter " << want << ", terms " << got;
           ++cells;
         }
     }

@@ -18,10 +18,16 @@ double up(LD v) {
   return d;
 }
 
-LD e_lower() { return 2.71828182L; }
+LD e_lower() {
+  return 2.71828182L;
+}
 
-LD gamma(std::int64_t k, LD u) { return static_cast<LD>(k) * u / (1 - static_cast<LD>(k) * u); }
-LD alpha(LD u) { return u / (e_lower() * (1 - u)); }
+LD gamma(std::int64_t k, LD u) {
+  return static_cast<LD>(k) * u / (1 - static_cast<LD>(k) * u);
+}
+LD alpha(LD u) {
+  return u / (e_lower() * (1 - u));
+}
 LD eps(Prec p, double exp_ulp) {
   LD eta = static_cast<LD>(exp_ulp) * std::ldexp(1.0L, -52);
   if (p == Prec::F64) return eta;
@@ -30,31 +36,45 @@ LD eps(Prec p, double exp_ulp) {
 
 }  // namespace
 
-double unit_roundoff(Prec p) { return std::ldexp(1.0, -significand_bits(p)); }
+double unit_roundoff(Prec p) {
+  return std::ldexp(1.0, -significand_bits(p));
+}
 
 int significand_bits(Prec p) {
   switch (p) {
-    case Prec::F64: return 53;
-    case Prec::F32: return 24;
-    case Prec::F16: return 11;
-    case Prec::BF16: return 8;
-    case Prec::I32: return 0;
+    case Prec::F64:
+      return 53;
+    case Prec::F32:
+      return 24;
+    case Prec::F16:
+      return 11;
+    case Prec::BF16:
+      return 8;
+    case Prec::I32:
+      return 0;
   }
   return 0;
 }
 
 double underflow_error(Prec p) {
   switch (p) {
-    case Prec::F64: return std::ldexp(1.0, -1075);
-    case Prec::F32: return std::ldexp(1.0, -150);
-    case Prec::F16: return std::ldexp(1.0, -25);
-    case Prec::BF16: return std::ldexp(1.0, -134);
-    case Prec::I32: return 0;
+    case Prec::F64:
+      return std::ldexp(1.0, -1075);
+    case Prec::F32:
+      return std::ldexp(1.0, -150);
+    case Prec::F16:
+      return std::ldexp(1.0, -25);
+    case Prec::BF16:
+      return std::ldexp(1.0, -134);
+    case Prec::I32:
+      return 0;
   }
   return 0;
 }
 
-double exp_error(Prec p, double exp_ulp) { return up(eps(p, exp_ulp)); }
+double exp_error(Prec p, double exp_ulp) {
+  return up(eps(p, exp_ulp));
+}
 
 NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, double exp_ulp) {
   NormalizerBound b;
@@ -84,7 +104,8 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
   const LD rho = storage == state ? 0 : us;
   const LD btgt = (1 + rho) * ((1 + phi) * (1 + (nn - 1) * alpha(ut)) + under) - 1;
   if (bsrc >= 1) {
-    b.undefined_reason = fmt::format("B_src = {:.3g} >= 1: no relative bound of this form", static_cast<double>(bsrc));
+    b.undefined_reason =
+        fmt::format("B_src = {:.3g} >= 1: no relative bound of this form", static_cast<double>(bsrc));
     return b;
   }
   b.defined = true;
@@ -105,15 +126,17 @@ std::string normalizer_formula_text() {
 
 std::string normalizer_instantiated_text(const NormalizerBound& b) {
   if (!b.defined) return "undefined: " + b.undefined_reason;
-  return fmt::format("n = {}, storage {} (u_s = 2^-{}), state {} (u_t = 2^-{}), exp error {} ulp: B_src = {:.6g}, "
-                     "B_tgt = {:.6g}, REL = {:.6g}",
-                     b.n, prec_name(b.storage), significand_bits(b.storage), prec_name(b.state),
-                     significand_bits(b.state), b.exp_ulp, b.b_src, b.b_tgt, b.rel);
+  return fmt::format(
+      "n = {}, storage {} (u_s = 2^-{}), state {} (u_t = 2^-{}), exp error {} ulp: B_src = {:.6g}, "
+      "B_tgt = {:.6g}, REL = {:.6g}",
+      b.n, prec_name(b.storage), significand_bits(b.storage), prec_name(b.state), significand_bits(b.state),
+      b.exp_ulp, b.b_src, b.b_tgt, b.rel);
 }
 
 std::string exp_assumption_text(double exp_ulp) {
   return fmt::format(
-      "exp.f64 = fp_exp64 within {} binary64 ulp (relative error <= {}·2^-52); exp.f32/f16/bf16 round it once "
+      "exp.f64 = fp_exp64 within {} binary64 ulp (relative error <= {}·2^-52); exp.f32/f16/bf16 round it "
+      "once "
       "more (docs/semantics.md measures 0.5113 ulp for fp_exp64 and correct rounding of exp.f32 on all 2^32 "
       "inputs; bench/verify_bench re-measures)",
       exp_ulp, exp_ulp);

@@ -22,22 +22,32 @@ namespace {
 
 double max_finite(Prec p) {
   switch (p) {
-    case Prec::F64: return std::numeric_limits<double>::max();
-    case Prec::F32: return std::numeric_limits<float>::max();
-    case Prec::F16: return 65504.0;
-    case Prec::BF16: return 0x1.fep127;
-    case Prec::I32: break;
+    case Prec::F64:
+      return std::numeric_limits<double>::max();
+    case Prec::F32:
+      return std::numeric_limits<float>::max();
+    case Prec::F16:
+      return 65504.0;
+    case Prec::BF16:
+      return 0x1.fep127;
+    case Prec::I32:
+      break;
   }
   return 0;
 }
 
 double min_subnormal(Prec p) {
   switch (p) {
-    case Prec::F64: return std::numeric_limits<double>::denorm_min();
-    case Prec::F32: return std::numeric_limits<float>::denorm_min();
-    case Prec::F16: return std::ldexp(1.0, -24);
-    case Prec::BF16: return std::ldexp(1.0, -133);
-    case Prec::I32: break;
+    case Prec::F64:
+      return std::numeric_limits<double>::denorm_min();
+    case Prec::F32:
+      return std::numeric_limits<float>::denorm_min();
+    case Prec::F16:
+      return std::ldexp(1.0, -24);
+    case Prec::BF16:
+      return std::ldexp(1.0, -133);
+    case Prec::I32:
+      break;
   }
   return 0;
 }
@@ -51,9 +61,9 @@ struct Mpfr {
   Mpfr& operator=(const Mpfr&) = delete;
 };
 
-const char* const kFamilies[] = {"uniform",     "wide-range",     "ties",        "-inf-prefix",
-                                 "near-overflow", "near-lowest",   "increasing",  "increasing-step-1",
-                                 "tiny",          "decreasing",     "small-integers", "nan-or-inf",
+const char* const kFamilies[] = {"uniform",       "wide-range",  "ties",           "-inf-prefix",
+                                 "near-overflow", "near-lowest", "increasing",     "increasing-step-1",
+                                 "tiny",          "decreasing",  "small-integers", "nan-or-inf",
                                  "all--inf"};
 constexpr int kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
 // Relative frequency of each family.
@@ -80,7 +90,8 @@ std::vector<double> make_row(int family, std::int64_t n, Prec p, SplitMix64& rng
     for (auto& v : x) v = rng.unit() < 0.6 ? c : uni(c - 5, c);
   } else if (f == "-inf-prefix") {
     std::int64_t k = rng.range(1, std::max<std::int64_t>(1, n - 1));
-    for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = i < k && k < n ? -INFINITY : uni(-3, 3);
+    for (std::int64_t i = 0; i < n; ++i)
+      x[static_cast<std::size_t>(i)] = i < k && k < n ? -INFINITY : uni(-3, 3);
   } else if (f == "near-overflow") {
     for (auto& v : x) {
       double r = rng.unit();
@@ -193,7 +204,8 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
     else
       n = ladder[static_cast<std::size_t>(std::min<std::int64_t>(
           static_cast<std::int64_t>(ladder.size()) - 1,
-          static_cast<std::int64_t>(std::floor(std::pow(rng.unit(), 1.6) * static_cast<double>(ladder.size())))))];
+          static_cast<std::int64_t>(
+              std::floor(std::pow(rng.unit(), 1.6) * static_cast<double>(ladder.size())))))];
     Row row;
     row.family = pick_family(rng);
     row.x = make_row(row.family, n, storage, rng);
@@ -213,7 +225,8 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
     const auto R = static_cast<std::int64_t>(rows.size());
     Routine composed = normalizer_rows_routine(storage, R, n);
     RewriteResult rw = run_tier(composed, cfg, only);
-    FP_INTERNAL_CHECK(rw.applications.size() == 1, "the normalizer rows routine was not rewritten ({} applications)",
+    FP_INTERNAL_CHECK(rw.applications.size() == 1,
+                      "the normalizer rows routine was not rewritten ({} applications)",
                       rw.applications.size());
     Tensor x = Tensor::zeros(storage, {R, n});
     for (std::int64_t i = 0; i < R; ++i)
@@ -240,7 +253,8 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
         if (std::isnan(ls) != std::isnan(lt)) {
           ++rep.nan_mismatches;
           if (rep.first_violation.empty())
-            rep.first_violation = fmt::format("NaN in one side only (src {}, tgt {}) on {}", ls, lt, row_text(row));
+            rep.first_violation =
+                fmt::format("NaN in one side only (src {}, tgt {}) on {}", ls, lt, row_text(row));
         }
         continue;
       }
@@ -265,8 +279,8 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
         return mpfr_get_d(err.v, MPFR_RNDU) / bnd;
       };
       const double rs = ratio_to_s(ls, b.b_src), rt = ratio_to_s(lt, b.b_tgt);
-      const long double pair =
-          std::fabs(static_cast<long double>(lt) - static_cast<long double>(ls)) / (static_cast<long double>(b.rel) * ls);
+      const long double pair = std::fabs(static_cast<long double>(lt) - static_cast<long double>(ls)) /
+                               (static_cast<long double>(b.rel) * ls);
       const double rp = static_cast<double>(pair);
       rep.worst_src = std::max(rep.worst_src, rs);
       rep.worst_tgt = std::max(rep.worst_tgt, rt);
@@ -278,8 +292,9 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
       if (rs > 1 || rt > 1 || rp > 1) {
         ++rep.violations;
         if (rep.first_violation.empty())
-          rep.first_violation = fmt::format("bound exceeded (pair {:.3g}, src {:.3g}, tgt {:.3g} of the bound) on {}",
-                                            rp, rs, rt, row_text(row));
+          rep.first_violation =
+              fmt::format("bound exceeded (pair {:.3g}, src {:.3g}, tgt {:.3g} of the bound) on {}", rp, rs,
+                          rt, row_text(row));
       }
     }
   }
@@ -297,10 +312,18 @@ ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed) {
   for (std::int64_t i = 0; i < samples; ++i) {
     double v;
     switch (i % 4) {
-      case 0: v = -745.0 + 1454.0 * rng.unit(); break;
-      case 1: v = static_cast<float>(-104.0 + 193.0 * rng.unit()); break;
-      case 2: v = 2.0 * rng.unit() - 1.0; break;
-      default: v = (rng.unit() < 0.5 ? -708.0 - 37.0 * rng.unit() : 700.0 + 9.7 * rng.unit()); break;
+      case 0:
+        v = -745.0 + 1454.0 * rng.unit();
+        break;
+      case 1:
+        v = static_cast<float>(-104.0 + 193.0 * rng.unit());
+        break;
+      case 2:
+        v = 2.0 * rng.unit() - 1.0;
+        break;
+      default:
+        v = (rng.unit() < 0.5 ? -708.0 - 37.0 * rng.unit() : 700.0 + 9.7 * rng.unit());
+        break;
     }
     const double got = fp_exp64(v);
     // Subnormal results carry an absolute error (the bound's underflow terms), not a relative one.

@@ -27,14 +27,14 @@ struct FamilyStats {
 
 struct MpfrReport {
   Prec storage = Prec::F32, state = Prec::F32;
-  int rows = 0;         // rows checked
-  int finite_rows = 0;  // rows with a finite l (the bound applies)
+  int rows = 0;          // rows checked
+  int finite_rows = 0;   // rows with a finite l (the bound applies)
   int special_rows = 0;  // NaN rows: NaN positions compared
   int bits = 0;
   std::vector<std::int64_t> key_counts;  // the n values used
-  int violations = 0;        // rows exceeding a bound (REL, B_src or B_tgt)
-  int nan_mismatches = 0;    // rows where exactly one side is NaN
-  int max_mismatches = 0;    // rows where m differs bitwise (the exact claim)
+  int violations = 0;                    // rows exceeding a bound (REL, B_src or B_tgt)
+  int nan_mismatches = 0;                // rows where exactly one side is NaN
+  int max_mismatches = 0;                // rows where m differs bitwise (the exact claim)
   std::string first_violation;
   double worst_pair = 0;  // max |l_tgt - l_src| / (REL |l_src|): the tightness figure
   double worst_src = 0;   // max |l_src - S| / (B_src S)

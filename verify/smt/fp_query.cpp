@@ -9,8 +9,8 @@
 #include <z3++.h>
 
 #include <bit>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,33 +28,48 @@ struct FpFormat {
 };
 FpFormat format_of(Prec p) {
   switch (p) {
-    case Prec::F64: return {11, 53};
-    case Prec::F32: return {8, 24};
-    case Prec::F16: return {5, 11};
-    case Prec::BF16: return {8, 8};
-    case Prec::I32: break;
+    case Prec::F64:
+      return {11, 53};
+    case Prec::F32:
+      return {8, 24};
+    case Prec::F16:
+      return {5, 11};
+    case Prec::BF16:
+      return {8, 8};
+    case Prec::I32:
+      break;
   }
   return {0, 0};
 }
 
 std::uint64_t bits_of(Prec p, double v) {
   switch (p) {
-    case Prec::F64: return std::bit_cast<std::uint64_t>(v);
-    case Prec::F32: return std::bit_cast<std::uint32_t>(static_cast<float>(v));
-    case Prec::F16: return f16_bits(v);
-    case Prec::BF16: return bf16_bits(v);
-    case Prec::I32: return static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
+    case Prec::F64:
+      return std::bit_cast<std::uint64_t>(v);
+    case Prec::F32:
+      return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+    case Prec::F16:
+      return f16_bits(v);
+    case Prec::BF16:
+      return bf16_bits(v);
+    case Prec::I32:
+      return static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
   }
   return 0;
 }
 
 double value_of_bits(Prec p, std::uint64_t b) {
   switch (p) {
-    case Prec::F64: return std::bit_cast<double>(b);
-    case Prec::F32: return std::bit_cast<float>(static_cast<std::uint32_t>(b));
-    case Prec::F16: return f16_value(static_cast<std::uint16_t>(b));
-    case Prec::BF16: return bf16_value(static_cast<std::uint16_t>(b));
-    case Prec::I32: return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(b)));
+    case Prec::F64:
+      return std::bit_cast<double>(b);
+    case Prec::F32:
+      return std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    case Prec::F16:
+      return f16_value(static_cast<std::uint16_t>(b));
+    case Prec::BF16:
+      return bf16_value(static_cast<std::uint16_t>(b));
+    case Prec::I32:
+      return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(b)));
   }
   return 0;
 }
@@ -144,7 +159,8 @@ class Encoder {
     if (to == Prec::I32) {
       // Truncation toward zero, saturating, NaN -> 0: compare in f64 (every float converts
       // exactly), then fp.to_sbv with round-toward-zero inside the range.
-      z3::expr a64 = from == Prec::F64 ? a : z3::expr(c_, Z3_mk_fpa_to_fp_float(c_, rm_, a, sort_of(Prec::F64)));
+      z3::expr a64 =
+          from == Prec::F64 ? a : z3::expr(c_, Z3_mk_fpa_to_fp_float(c_, rm_, a, sort_of(Prec::F64)));
       z3::expr rtz(c_, Z3_mk_fpa_rtz(c_));
       z3::expr conv(c_, Z3_mk_fpa_to_sbv(c_, rtz, a64, 32));
       z3::expr hi = constant(Prec::F64, 2147483647.0), lo = constant(Prec::F64, -2147483648.0);
@@ -186,28 +202,47 @@ class Encoder {
         inputs_.emplace(t->var, e);
         return e;
       }
-      case TermOp::Const: return constant(p, t->value);
-      case TermOp::Cvt: return convert(arg(t, 0), t->args[0]->prec, p);
-      default: break;
+      case TermOp::Const:
+        return constant(p, t->value);
+      case TermOp::Cvt:
+        return convert(arg(t, 0), t->args[0]->prec, p);
+      default:
+        break;
     }
     if (p == Prec::I32) return build_int(t);
     switch (t->op) {
-      case TermOp::Neg: return z3::expr(c_, Z3_mk_fpa_neg(c_, arg(t, 0)));
-      case TermOp::Abs: return z3::expr(c_, Z3_mk_fpa_abs(c_, arg(t, 0)));
-      case TermOp::Sqrt: return z3::expr(c_, Z3_mk_fpa_sqrt(c_, rm_, arg(t, 0)));
-      case TermOp::Exp: return exp_of(arg(t, 0), p);
-      case TermOp::Add: return z3::expr(c_, Z3_mk_fpa_add(c_, rm_, arg(t, 0), arg(t, 1)));
-      case TermOp::Sub: return z3::expr(c_, Z3_mk_fpa_sub(c_, rm_, arg(t, 0), arg(t, 1)));
-      case TermOp::Mul: return z3::expr(c_, Z3_mk_fpa_mul(c_, rm_, arg(t, 0), arg(t, 1)));
-      case TermOp::Div: return z3::expr(c_, Z3_mk_fpa_div(c_, rm_, arg(t, 0), arg(t, 1)));
-      case TermOp::Max: return max_min(arg(t, 0), arg(t, 1), p, true);
-      case TermOp::Min: return max_min(arg(t, 0), arg(t, 1), p, false);
-      case TermOp::Pow: return uf("pow", p, 2)(arg(t, 0), arg(t, 1));
-      case TermOp::Eq: return z3::ite(fp_eq(arg(t, 0), arg(t, 1)), constant(p, 1.0), constant(p, 0.0));
-      case TermOp::Lt: return z3::ite(fp_lt(arg(t, 0), arg(t, 1)), constant(p, 1.0), constant(p, 0.0));
-      case TermOp::Where: return z3::ite(truthy(t->args[0]), arg(t, 1), arg(t, 2));
-      case TermOp::Fma: return z3::expr(c_, Z3_mk_fpa_fma(c_, rm_, arg(t, 0), arg(t, 1), arg(t, 2)));
-      default: break;
+      case TermOp::Neg:
+        return z3::expr(c_, Z3_mk_fpa_neg(c_, arg(t, 0)));
+      case TermOp::Abs:
+        return z3::expr(c_, Z3_mk_fpa_abs(c_, arg(t, 0)));
+      case TermOp::Sqrt:
+        return z3::expr(c_, Z3_mk_fpa_sqrt(c_, rm_, arg(t, 0)));
+      case TermOp::Exp:
+        return exp_of(arg(t, 0), p);
+      case TermOp::Add:
+        return z3::expr(c_, Z3_mk_fpa_add(c_, rm_, arg(t, 0), arg(t, 1)));
+      case TermOp::Sub:
+        return z3::expr(c_, Z3_mk_fpa_sub(c_, rm_, arg(t, 0), arg(t, 1)));
+      case TermOp::Mul:
+        return z3::expr(c_, Z3_mk_fpa_mul(c_, rm_, arg(t, 0), arg(t, 1)));
+      case TermOp::Div:
+        return z3::expr(c_, Z3_mk_fpa_div(c_, rm_, arg(t, 0), arg(t, 1)));
+      case TermOp::Max:
+        return max_min(arg(t, 0), arg(t, 1), p, true);
+      case TermOp::Min:
+        return max_min(arg(t, 0), arg(t, 1), p, false);
+      case TermOp::Pow:
+        return uf("pow", p, 2)(arg(t, 0), arg(t, 1));
+      case TermOp::Eq:
+        return z3::ite(fp_eq(arg(t, 0), arg(t, 1)), constant(p, 1.0), constant(p, 0.0));
+      case TermOp::Lt:
+        return z3::ite(fp_lt(arg(t, 0), arg(t, 1)), constant(p, 1.0), constant(p, 0.0));
+      case TermOp::Where:
+        return z3::ite(truthy(t->args[0]), arg(t, 1), arg(t, 2));
+      case TermOp::Fma:
+        return z3::expr(c_, Z3_mk_fpa_fma(c_, rm_, arg(t, 0), arg(t, 1), arg(t, 2)));
+      default:
+        break;
     }
     FP_INTERNAL_CHECK(false, "no encoding for term op {}", term_op_name(t->op));
     return c_.bool_val(false);
@@ -216,21 +251,33 @@ class Encoder {
   z3::expr build_int(TermP t) {
     z3::expr zero = c_.bv_val(0, 32), one = c_.bv_val(1, 32);
     switch (t->op) {
-      case TermOp::Neg: return -arg(t, 0);
-      case TermOp::Abs: return z3::ite(z3::slt(arg(t, 0), zero), -arg(t, 0), arg(t, 0));
-      case TermOp::Add: return arg(t, 0) + arg(t, 1);
-      case TermOp::Sub: return arg(t, 0) - arg(t, 1);
-      case TermOp::Mul: return arg(t, 0) * arg(t, 1);
+      case TermOp::Neg:
+        return -arg(t, 0);
+      case TermOp::Abs:
+        return z3::ite(z3::slt(arg(t, 0), zero), -arg(t, 0), arg(t, 0));
+      case TermOp::Add:
+        return arg(t, 0) + arg(t, 1);
+      case TermOp::Sub:
+        return arg(t, 0) - arg(t, 1);
+      case TermOp::Mul:
+        return arg(t, 0) * arg(t, 1);
       case TermOp::Div:
         // Truncating; x / 0 = 0; INT32_MIN / -1 = INT32_MIN (bvsdiv wraps to exactly that).
         return z3::ite(arg(t, 1) == zero, zero, z3::expr(c_, Z3_mk_bvsdiv(c_, arg(t, 0), arg(t, 1))));
-      case TermOp::Max: return max_min(arg(t, 0), arg(t, 1), Prec::I32, true);
-      case TermOp::Min: return max_min(arg(t, 0), arg(t, 1), Prec::I32, false);
-      case TermOp::Eq: return z3::ite(arg(t, 0) == arg(t, 1), one, zero);
-      case TermOp::Lt: return z3::ite(z3::slt(arg(t, 0), arg(t, 1)), one, zero);
-      case TermOp::Where: return z3::ite(truthy(t->args[0]), arg(t, 1), arg(t, 2));
-      case TermOp::Pow: return uf("pow", Prec::I32, 2)(arg(t, 0), arg(t, 1));
-      default: break;
+      case TermOp::Max:
+        return max_min(arg(t, 0), arg(t, 1), Prec::I32, true);
+      case TermOp::Min:
+        return max_min(arg(t, 0), arg(t, 1), Prec::I32, false);
+      case TermOp::Eq:
+        return z3::ite(arg(t, 0) == arg(t, 1), one, zero);
+      case TermOp::Lt:
+        return z3::ite(z3::slt(arg(t, 0), arg(t, 1)), one, zero);
+      case TermOp::Where:
+        return z3::ite(truthy(t->args[0]), arg(t, 1), arg(t, 2));
+      case TermOp::Pow:
+        return uf("pow", Prec::I32, 2)(arg(t, 0), arg(t, 1));
+      default:
+        break;
     }
     FP_INTERNAL_CHECK(false, "no i32 encoding for term op {}", term_op_name(t->op));
     return zero;
@@ -299,9 +346,10 @@ void read_model(z3::context& c, z3::solver& s, const TermStore& store, const Enc
     }
 }
 
-SmtOutcome pair_query(const TermStore& store, const std::vector<std::pair<TermP, TermP>>& pairs,
-                      const FpQueryOptions& options, const SmtLimits& limits,
-                      const std::function<z3::expr(Encoder&, const z3::expr&, const z3::expr&, Prec)>& violation) {
+SmtOutcome pair_query(
+    const TermStore& store, const std::vector<std::pair<TermP, TermP>>& pairs, const FpQueryOptions& options,
+    const SmtLimits& limits,
+    const std::function<z3::expr(Encoder&, const z3::expr&, const z3::expr&, Prec)>& violation) {
   z3::context c;
   z3::solver s(c);
   detail::apply_limits(c, s, limits);
@@ -393,7 +441,8 @@ SmtOutcome find_bound_violation(const TermStore& store, const std::vector<std::p
                       const FpFormat f = format_of(p);
                       z3::sort wide = p == Prec::F64 ? c.fpa_sort(15, 64) : c.fpa_sort(11, f.sbits + 6);
                       z3::expr rne(c, Z3_mk_fpa_rne(c)), rtp(c, Z3_mk_fpa_rtp(c)), rtz(c, Z3_mk_fpa_rtz(c));
-                      z3::expr ws(c, Z3_mk_fpa_to_fp_float(c, rne, s, wide)), wt(c, Z3_mk_fpa_to_fp_float(c, rne, t, wide));
+                      z3::expr ws(c, Z3_mk_fpa_to_fp_float(c, rne, s, wide)),
+                          wt(c, Z3_mk_fpa_to_fp_float(c, rne, t, wide));
                       z3::expr diff(c, Z3_mk_fpa_abs(c, z3::expr(c, Z3_mk_fpa_sub(c, rtp, wt, ws))));
                       z3::expr rel_w(c, Z3_mk_fpa_to_fp_float(c, rne, c.fpa_val(rel), wide));
                       z3::expr allowed(c, Z3_mk_fpa_mul(c, rtz, rel_w, z3::expr(c, Z3_mk_fpa_abs(c, ws))));

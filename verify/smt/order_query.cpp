@@ -12,9 +12,8 @@
 //   hoisted-read  two iterations that agree on the outer loops read the same cell of the
 //                 hoisted operand: one read per outer iteration gives every inner iteration the
 //                 value it read before
-#include <z3++.h>
-
 #include <fmt/format.h>
+#include <z3++.h>
 
 #include <set>
 
@@ -74,7 +73,8 @@ z3::expr lex_less(z3::context& c, const std::vector<std::string>& order, const P
 std::string describe(z3::model& m, const Box& box, const std::vector<std::pair<std::string, Point>>& pts) {
   std::string s = "extents:";
   for (const auto& [l, lo] : box.lo)
-    s += fmt::format(" {} in {}..{}", l, m.eval(lo, true).to_string(), m.eval(box.hi.at(l), true).to_string());
+    s +=
+        fmt::format(" {} in {}..{}", l, m.eval(lo, true).to_string(), m.eval(box.hi.at(l), true).to_string());
   for (const auto& [name, p] : pts) {
     s += fmt::format("; {} = (", name);
     bool first = true;
@@ -89,7 +89,8 @@ std::string describe(z3::model& m, const Box& box, const std::vector<std::pair<s
 
 }  // namespace
 
-std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits, const std::string& dump_prefix) {
+std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits,
+                                   const std::string& dump_prefix) {
   std::vector<OrderFact> facts;
   auto run = [&](const std::string& name, auto&& build) {
     z3::context c;

@@ -16,9 +16,8 @@
 // |δ| <= u, and an operation whose result is exact in floating point (exp(0) = 1, a product by
 // 1) is exact here too. Underflow is not modelled (there is none in the reals); the bound's
 // underflow terms are checked against MPFR instead.
-#include <z3++.h>
-
 #include <fmt/format.h>
+#include <z3++.h>
 
 #include <cmath>
 
@@ -114,7 +113,8 @@ SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits) {
 
   const int n = q.n;
   std::vector<int> rec{0};
-  for (int t = 1; t < n; ++t) rec.push_back(q.pattern[static_cast<std::size_t>(t - 1)] == '1' ? t : rec.back());
+  for (int t = 1; t < n; ++t)
+    rec.push_back(q.pattern[static_cast<std::size_t>(t - 1)] == '1' ? t : rec.back());
   const int mpos = rec.back();
   std::vector<z3::expr> d, w;
   for (int j = 0; j < n; ++j) {
@@ -191,7 +191,8 @@ SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits) {
   s.add(diff > detail::real_of(c, q.rel) * lsrc);
   SmtLimits lim = limits;
   lim.comment = fmt::format(
-      "flashproof verify: rounding bound over the reals, n = {}, maxima pattern '{}', u_storage = 2^-{}, u_state = "
+      "flashproof verify: rounding bound over the reals, n = {}, maxima pattern '{}', u_storage = 2^-{}, "
+      "u_state = "
       "2^-{}, exp error {} ulp, rel = {:.17g} (unsat = no assignment exceeds the bound)",
       q.n, q.pattern, q.storage_bits, q.state_bits, q.exp_ulp, q.rel);
   return detail::run_check(s, lim);

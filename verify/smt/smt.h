@@ -39,8 +39,8 @@ struct SmtOutcome {
   // Sat: the model's value of every input variable of the query (by TermStore::vars() index);
   // inputs absent from the query are free (callers pick 0).
   std::map<std::uint32_t, double> inputs;
-  int witness = -1;         // which pair (or cell) the model separates
-  bool used_cuts = false;   // the query abstracted shared subterms: the model may be spurious
+  int witness = -1;        // which pair (or cell) the model separates
+  bool used_cuts = false;  // the query abstracted shared subterms: the model may be spurious
 };
 
 // "4.8.12.0" (Z3_get_full_version is longer; this is what verdicts print after "z3").
@@ -68,7 +68,8 @@ SmtOutcome self_check(const TermStore& store, const std::vector<TermP>& terms, c
 
 // Z3's own value of the encoding of `t` on concrete inputs (every input variable of t given),
 // for the encoding's tests; nullopt when t uses exp or pow (uninterpreted).
-std::optional<double> evaluate_encoding(const TermStore& store, TermP t, const std::map<std::uint32_t, double>& inputs);
+std::optional<double> evaluate_encoding(const TermStore& store, TermP t,
+                                        const std::map<std::uint32_t, double>& inputs);
 
 // Is there an input on which some pair violates a relative bound: NaN in one and not the
 // other, an infinity not matched exactly, or finite values with |tgt - src| > rel·|src|?
@@ -97,7 +98,8 @@ struct OrderFact {
 // Proves: the target loop order is a bijection of iteration vectors onto the source's; any two
 // iterations that accumulate into the same target cell are in the same relative order in both;
 // the hoisted read's cell depends only on the outer loops. One query each.
-std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits, const std::string& dump_prefix);
+std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits,
+                                   const std::string& dump_prefix);
 
 // ---- real arithmetic: the rounding-bound certificate ------------------------------------------
 
@@ -110,7 +112,7 @@ std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits,
 // stated ulp envelope. Asks for an assignment with |l_scan - l_composed| > rel·l_composed.
 struct RealBoundQuery {
   int n = 2;
-  std::string pattern;  // n - 1 characters of '0'/'1'
+  std::string pattern;    // n - 1 characters of '0'/'1'
   int storage_bits = 24;  // significand bits (u = 2^-bits)
   int state_bits = 24;
   double exp_ulp = 0.52;  // fp_exp64 error in binary64 ulps (relative error exp_ulp·2^-52)

@@ -3,16 +3,22 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 namespace fp::verify::smt {
 
 const char* smt_status_name(SmtStatus s) {
   switch (s) {
-    case SmtStatus::Unsat: return "unsat";
-    case SmtStatus::Sat: return "sat";
-    case SmtStatus::Unknown: return "unknown";
+    case SmtStatus::Unsat:
+      return "unsat";
+    case SmtStatus::Sat:
+      return "sat";
+    case SmtStatus::Unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -23,16 +29,18 @@ std::string solver_version() {
   return fmt::format("{}.{}.{}.{}", major, minor, build, rev);
 }
 
-std::string solver_full_version() { return Z3_get_full_version(); }
+std::string solver_full_version() {
+  return Z3_get_full_version();
+}
 
 namespace detail {
 
 void apply_limits(z3::context& c, z3::solver& s, const SmtLimits& limits) {
   z3::params p(c);
-  // Z3 takes both as unsigned: clamp instead of wrapping.
+  // Z3 takes it as unsigned: clamp instead of wrapping. The wall-clock backstop is not Z3's
+  // `timeout` parameter: its scoped_timer thread pool can deadlock when a timer expires (Z3
+  // 4.8.10 to 4.8.12, Z3Prover/z3#5371, #5990) — run_check interrupts the context instead.
   p.set("rlimit", static_cast<unsigned>(std::min<std::uint64_t>(limits.rlimit, 4'000'000'000ull)));
-  double ms = std::min(limits.timeout_s * 1000.0, 4.0e9);
-  p.set("timeout", static_cast<unsigned>(std::max(1.0, ms)));
   s.set(p);
 }
 
@@ -49,7 +57,36 @@ SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
   }
   SmtOutcome o;
   auto t0 = std::chrono::steady_clock::now();
-  z3::check_result r = s.check();
+  // The wall-clock backstop: a watchdog interrupts the context (Z3_interrupt is the API meant to
+  // be called from another thread) when the check outlives the timeout.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  z3::context& ctx = s.ctx();
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(limits.timeout_s));
+    if (!cv.wait_until(lock, deadline, [&] { return done; })) ctx.interrupt();
+  });
+  z3::check_result r = z3::unknown;
+  try {
+    r = s.check();
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+    watchdog.join();
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  watchdog.join();
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r == z3::unsat) {
     o.status = SmtStatus::Unsat;

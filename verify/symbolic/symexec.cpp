@@ -107,12 +107,16 @@ class Executor {
         std::size_t n = node_of(e.name);
         return store_.convert((*node_cells_[n])[static_cast<std::size_t>(cell_of(n, e.indices))], e.prec);
       }
-      case ExprKind::GetLocal: return store_.convert(local(e.name)->value, e.prec);
-      case ExprKind::Const: return store_.constant(e.value, e.prec);
+      case ExprKind::GetLocal:
+        return store_.convert(local(e.name)->value, e.prec);
+      case ExprKind::Const:
+        return store_.constant(e.value, e.prec);
       case ExprKind::EmbedIndex:
         return store_.constant(static_cast<double>(index_value(e.indices[0])), e.prec);
-      case ExprKind::Unary: return store_.unary(e.unop(), eval(*e.args[0]), e.prec);
-      case ExprKind::Binary: return store_.binary(e.binop(), eval(*e.args[0]), eval(*e.args[1]), e.prec);
+      case ExprKind::Unary:
+        return store_.unary(e.unop(), eval(*e.args[0]), e.prec);
+      case ExprKind::Binary:
+        return store_.binary(e.binop(), eval(*e.args[0]), eval(*e.args[1]), e.prec);
       case ExprKind::Ternary:
         return store_.ternary(e.ternop(), eval(*e.args[0]), eval(*e.args[1]), eval(*e.args[2]), e.prec);
     }
@@ -127,7 +131,9 @@ class Executor {
 
   void exec(const Stmt& s) {
     switch (s.kind) {
-      case StmtKind::Seq: exec_list(s.body); break;
+      case StmtKind::Seq:
+        exec_list(s.body);
+        break;
       case StmtKind::For:
         for (std::int64_t i = s.from; i <= s.to; ++i) {
           env_.emplace_back(s.sym, i);
@@ -135,7 +141,9 @@ class Executor {
           env_.pop_back();
         }
         break;
-      case StmtKind::Scan: exec_scan(s); break;
+      case StmtKind::Scan:
+        exec_scan(s);
+        break;
       case StmtKind::Zero: {
         std::size_t n = node_of(s.name);
         TermP zero = store_.constant(0.0, nodes_[n]->prec);
@@ -156,9 +164,12 @@ class Executor {
         l->value = store_.convert(eval(*s.value), l->prec);
         break;
       }
-      case StmtKind::If: exec_if(s); break;
+      case StmtKind::If:
+        exec_if(s);
+        break;
       case StmtKind::Comment:
-      case StmtKind::Noop: break;
+      case StmtKind::Noop:
+        break;
     }
   }
 

@@ -16,50 +16,77 @@ namespace {
 
 TermOp of_unop(UnOp op) {
   switch (op) {
-    case UnOp::Neg: return TermOp::Neg;
-    case UnOp::Exp: return TermOp::Exp;
-    case UnOp::Sqrt: return TermOp::Sqrt;
-    case UnOp::Abs: return TermOp::Abs;
-    case UnOp::Cast: return TermOp::Cvt;
+    case UnOp::Neg:
+      return TermOp::Neg;
+    case UnOp::Exp:
+      return TermOp::Exp;
+    case UnOp::Sqrt:
+      return TermOp::Sqrt;
+    case UnOp::Abs:
+      return TermOp::Abs;
+    case UnOp::Cast:
+      return TermOp::Cvt;
   }
   return TermOp::Cvt;
 }
 
 TermOp of_binop(BinOp op) {
   switch (op) {
-    case BinOp::Add: return TermOp::Add;
-    case BinOp::Sub: return TermOp::Sub;
-    case BinOp::Mul: return TermOp::Mul;
-    case BinOp::Div: return TermOp::Div;
-    case BinOp::Max: return TermOp::Max;
-    case BinOp::Min: return TermOp::Min;
-    case BinOp::Pow: return TermOp::Pow;
-    case BinOp::Eq: return TermOp::Eq;
-    case BinOp::Lt: return TermOp::Lt;
+    case BinOp::Add:
+      return TermOp::Add;
+    case BinOp::Sub:
+      return TermOp::Sub;
+    case BinOp::Mul:
+      return TermOp::Mul;
+    case BinOp::Div:
+      return TermOp::Div;
+    case BinOp::Max:
+      return TermOp::Max;
+    case BinOp::Min:
+      return TermOp::Min;
+    case BinOp::Pow:
+      return TermOp::Pow;
+    case BinOp::Eq:
+      return TermOp::Eq;
+    case BinOp::Lt:
+      return TermOp::Lt;
   }
   return TermOp::Add;
 }
 
 UnOp to_unop(TermOp op) {
   switch (op) {
-    case TermOp::Neg: return UnOp::Neg;
-    case TermOp::Exp: return UnOp::Exp;
-    case TermOp::Sqrt: return UnOp::Sqrt;
-    default: return UnOp::Abs;
+    case TermOp::Neg:
+      return UnOp::Neg;
+    case TermOp::Exp:
+      return UnOp::Exp;
+    case TermOp::Sqrt:
+      return UnOp::Sqrt;
+    default:
+      return UnOp::Abs;
   }
 }
 
 BinOp to_binop(TermOp op) {
   switch (op) {
-    case TermOp::Add: return BinOp::Add;
-    case TermOp::Sub: return BinOp::Sub;
-    case TermOp::Mul: return BinOp::Mul;
-    case TermOp::Div: return BinOp::Div;
-    case TermOp::Max: return BinOp::Max;
-    case TermOp::Min: return BinOp::Min;
-    case TermOp::Pow: return BinOp::Pow;
-    case TermOp::Eq: return BinOp::Eq;
-    default: return BinOp::Lt;
+    case TermOp::Add:
+      return BinOp::Add;
+    case TermOp::Sub:
+      return BinOp::Sub;
+    case TermOp::Mul:
+      return BinOp::Mul;
+    case TermOp::Div:
+      return BinOp::Div;
+    case TermOp::Max:
+      return BinOp::Max;
+    case TermOp::Min:
+      return BinOp::Min;
+    case TermOp::Pow:
+      return BinOp::Pow;
+    case TermOp::Eq:
+      return BinOp::Eq;
+    default:
+      return BinOp::Lt;
   }
 }
 
@@ -75,16 +102,22 @@ std::size_t mix(std::size_t h, std::size_t v) {
 
 double apply(TermOp op, Prec p, const double* a) {
   switch (op) {
-    case TermOp::Cvt: return round_to(p, a[0]);
+    case TermOp::Cvt:
+      return round_to(p, a[0]);
     case TermOp::Neg:
     case TermOp::Exp:
     case TermOp::Sqrt:
-    case TermOp::Abs: return apply_unop(to_unop(op), p, a[0]);
-    case TermOp::Where: return apply_ternop(TernOp::Where, p, a[0], a[1], a[2]);
-    case TermOp::Fma: return apply_ternop(TernOp::Fma, p, a[0], a[1], a[2]);
+    case TermOp::Abs:
+      return apply_unop(to_unop(op), p, a[0]);
+    case TermOp::Where:
+      return apply_ternop(TernOp::Where, p, a[0], a[1], a[2]);
+    case TermOp::Fma:
+      return apply_ternop(TernOp::Fma, p, a[0], a[1], a[2]);
     case TermOp::Var:
-    case TermOp::Const: break;
-    default: return apply_binop(to_binop(op), p, a[0], a[1]);
+    case TermOp::Const:
+      break;
+    default:
+      return apply_binop(to_binop(op), p, a[0], a[1]);
   }
   return 0;
 }
@@ -93,24 +126,42 @@ double apply(TermOp op, Prec p, const double* a) {
 
 const char* term_op_name(TermOp op) {
   switch (op) {
-    case TermOp::Var: return "var";
-    case TermOp::Const: return "const";
-    case TermOp::Cvt: return "cvt";
-    case TermOp::Neg: return "neg";
-    case TermOp::Exp: return "exp";
-    case TermOp::Sqrt: return "sqrt";
-    case TermOp::Abs: return "abs";
-    case TermOp::Add: return "add";
-    case TermOp::Sub: return "sub";
-    case TermOp::Mul: return "mul";
-    case TermOp::Div: return "div";
-    case TermOp::Max: return "max";
-    case TermOp::Min: return "min";
-    case TermOp::Pow: return "pow";
-    case TermOp::Eq: return "eq";
-    case TermOp::Lt: return "lt";
-    case TermOp::Where: return "where";
-    case TermOp::Fma: return "fma";
+    case TermOp::Var:
+      return "var";
+    case TermOp::Const:
+      return "const";
+    case TermOp::Cvt:
+      return "cvt";
+    case TermOp::Neg:
+      return "neg";
+    case TermOp::Exp:
+      return "exp";
+    case TermOp::Sqrt:
+      return "sqrt";
+    case TermOp::Abs:
+      return "abs";
+    case TermOp::Add:
+      return "add";
+    case TermOp::Sub:
+      return "sub";
+    case TermOp::Mul:
+      return "mul";
+    case TermOp::Div:
+      return "div";
+    case TermOp::Max:
+      return "max";
+    case TermOp::Min:
+      return "min";
+    case TermOp::Pow:
+      return "pow";
+    case TermOp::Eq:
+      return "eq";
+    case TermOp::Lt:
+      return "lt";
+    case TermOp::Where:
+      return "where";
+    case TermOp::Fma:
+      return "fma";
   }
   return "?";
 }
@@ -188,20 +239,27 @@ namespace {
 bool narrowable(TermP t, Prec p, int depth = 0) {
   if (depth > 64 || !is_float(p) || !is_float(t->prec)) return false;
   switch (t->op) {
-    case TermOp::Cvt: return t->args[0]->prec == p && converts_exactly(p, t->prec);
-    case TermOp::Const: return representable(p, t->value);
+    case TermOp::Cvt:
+      return t->args[0]->prec == p && converts_exactly(p, t->prec);
+    case TermOp::Const:
+      return representable(p, t->value);
     case TermOp::Max:
-    case TermOp::Min: return narrowable(t->args[0], p, depth + 1) && narrowable(t->args[1], p, depth + 1);
-    default: return false;
+    case TermOp::Min:
+      return narrowable(t->args[0], p, depth + 1) && narrowable(t->args[1], p, depth + 1);
+    default:
+      return false;
   }
 }
 }  // namespace
 
 TermP TermStore::narrow(TermP t, Prec p) {
   switch (t->op) {
-    case TermOp::Cvt: return t->args[0];
-    case TermOp::Const: return constant(t->value, p);
-    default: return make(t->op, p, {narrow(t->args[0], p), narrow(t->args[1], p)});
+    case TermOp::Cvt:
+      return t->args[0];
+    case TermOp::Const:
+      return constant(t->value, p);
+    default:
+      return make(t->op, p, {narrow(t->args[0], p), narrow(t->args[1], p)});
   }
 }
 
@@ -263,8 +321,8 @@ double TermEvaluator::eval(TermP root) {
     } else if (t->op == TermOp::Var) {
       const VarInfo& vi = store_.vars()[t->var];
       auto it = inputs_.find(vi.node);
-      FP_INTERNAL_CHECK(it != inputs_.end() && vi.cell < it->second.size(), "no value for input {}[{}]", vi.node,
-                        vi.cell);
+      FP_INTERNAL_CHECK(it != inputs_.end() && vi.cell < it->second.size(), "no value for input {}[{}]",
+                        vi.node, vi.cell);
       v = round_to(vi.prec, it->second.data[static_cast<std::size_t>(vi.cell)]);
     } else {
       double a[3] = {0, 0, 0};

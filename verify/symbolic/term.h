@@ -40,10 +40,24 @@
 namespace fp::verify {
 
 enum class TermOp : std::uint8_t {
-  Var, Const, Cvt,
-  Neg, Exp, Sqrt, Abs,
-  Add, Sub, Mul, Div, Max, Min, Pow, Eq, Lt,
-  Where, Fma,
+  Var,
+  Const,
+  Cvt,
+  Neg,
+  Exp,
+  Sqrt,
+  Abs,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  Pow,
+  Eq,
+  Lt,
+  Where,
+  Fma,
 };
 const char* term_op_name(TermOp op);
 
@@ -55,8 +69,8 @@ struct Term {
   bool approx = false;
   std::uint32_t id = 0;  // dense, in creation order: every argument has a smaller id
   const Term* args[3] = {nullptr, nullptr, nullptr};
-  double value = 0;        // Const
-  std::uint32_t var = 0;   // Var: index into TermStore::vars()
+  double value = 0;       // Const
+  std::uint32_t var = 0;  // Var: index into TermStore::vars()
   std::size_t hash = 0;
 };
 using TermP = const Term*;
