@@ -9,9 +9,7 @@
 
 namespace fp {
 
-namespace {
-
-std::string cell_of(const std::vector<std::int64_t>& dims, std::int64_t flat) {
+std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat) {
   std::vector<std::int64_t> idx(dims.size());
   for (std::size_t k = dims.size(); k-- > 0;) {
     idx[k] = flat % dims[k];
@@ -22,19 +20,30 @@ std::string cell_of(const std::vector<std::int64_t>& dims, std::int64_t flat) {
   return s + "]";
 }
 
-}  // namespace
+const char* comparison_basis_name(ComparisonBasis b) {
+  switch (b) {
+    case ComparisonBasis::Bitwise:
+      return "bitwise";
+    case ComparisonBasis::Certified:
+      return "certified";
+    case ComparisonBasis::StandIn:
+      return "stand-in";
+  }
+  return "?";
+}
 
 OutputComparison compare_output(const std::string& node, const Tensor& a, const Tensor& b, double bound) {
   OutputComparison c;
   c.node = node;
-  c.bitwise = bound < 0;
+  c.basis = bound < 0 ? ComparisonBasis::Bitwise : ComparisonBasis::StandIn;
+  const bool bitwise = c.basis == ComparisonBasis::Bitwise;
   c.bound = bound < 0 ? 0 : bound;
   c.cells = a.size();
   auto fail = [&](std::int64_t i, std::string why) {
     ++c.mismatches;
     c.ok = false;
     if (!c.first)
-      c.first = CellMismatch{i, cell_of(a.dims, i), a.data[static_cast<std::size_t>(i)],
+      c.first = CellMismatch{i, cell_text(a.dims, i), a.data[static_cast<std::size_t>(i)],
                              b.data[static_cast<std::size_t>(i)], std::move(why)};
   };
   if (a.dims != b.dims || a.prec != b.prec || a.data.size() != b.data.size()) {
@@ -44,7 +53,7 @@ OutputComparison compare_output(const std::string& node, const Tensor& a, const 
     return c;
   }
   double rms = 0;
-  if (!c.bitwise) {
+  if (!bitwise) {
     double sum = 0;
     std::int64_t finite = 0;
     for (double v : a.data)
@@ -61,7 +70,7 @@ OutputComparison compare_output(const std::string& node, const Tensor& a, const 
       if (std::isnan(x) != std::isnan(y)) fail(fi, "NaN on one side only");
       continue;
     }
-    if (c.bitwise) {
+    if (bitwise) {
       if (std::bit_cast<std::uint64_t>(x) != std::bit_cast<std::uint64_t>(y)) {
         fail(fi, "bits differ");
         c.worst = 1;

@@ -18,18 +18,32 @@ struct CellMismatch {
   std::string why;  // "bits differ", "NaN on one side", "error 3.1e-05 exceeds the bound 1.2e-06"
 };
 
+// How an output was compared.
+enum class ComparisonBasis : std::uint8_t {
+  Bitwise,    // bit for bit (every NaN equals every NaN; -0 and +0 differ)
+  Certified,  // verify's certified per-cell bound (`statement`); `worst` is the largest error as a
+              // fraction of it, `bound` its relative factor rho
+  StandIn,    // no certified bound: |b - a| <= bound * max(|a|, rms(a)) (rms over finite cells),
+              // `worst` the largest such relative error; a violation is not a proof of a bug
+};
+const char* comparison_basis_name(ComparisonBasis b);  // "bitwise", "certified", "stand-in"
+
 struct OutputComparison {
   std::string node;
-  bool bitwise = true;  // false: within `bound`
-  double bound = 0;     // relative: |b - a| <= bound * max(|a|, rms(a)) (rms over finite cells)
+  ComparisonBasis basis = ComparisonBasis::Bitwise;
+  std::string statement;  // Certified: the bound, e.g. "|o_tgt - o_src| <= rho·Σ|w·v| + abs"
+  double bound = 0;
   bool ok = true;
   std::int64_t cells = 0;
   std::int64_t mismatches = 0;
-  double worst = 0;                   // bounded: the largest |b - a| / (max(|a|, rms(a))); bitwise: 0 or 1
+  double worst = 0;                   // see ComparisonBasis; bitwise: 0 or 1
   std::optional<CellMismatch> first;  // the first mismatching cell in C order
 };
 
-// `bound` < 0 compares bitwise (every NaN equals every NaN; -0 and +0 differ).
+// "[0,2,1,3]": the index of flat cell `flat` of a C-order tensor with `dims`.
+std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat);
+
+// `bound` < 0 compares bitwise, else with the stand-in relative form.
 OutputComparison compare_output(const std::string& node, const Tensor& a, const Tensor& b, double bound);
 
 }  // namespace fp

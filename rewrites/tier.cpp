@@ -136,4 +136,14 @@ std::string list_rewrites_text(const std::vector<Member>& members) {
   return out;
 }
 
+const Routine& RewriteResult::round_input(const Routine& original, int round, const std::string& member) const {
+  const Routine* current = &original;
+  for (const auto& s : rounds) {
+    if (s.round == round && s.member == member) return *current;
+    if (s.changed) current = &s.routine;
+  }
+  FP_INTERNAL_CHECK(false, "no snapshot of member {} in round {}", member, round);
+  return original;
+}
+
 }  // namespace fp

@@ -50,6 +50,10 @@ struct RewriteResult {
   // is off").
   std::vector<std::string> notes;
   int rounds_run = 0;
+
+  // The routine `member` received in `round` (`original` before any change): the routine an
+  // application's statement positions refer to.
+  const Routine& round_input(const Routine& original, int round, const std::string& member) const;
 };
 
 // Thrown when the tier has not converged after kMaxTierRounds rounds: an internal error (a member

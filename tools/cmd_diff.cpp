@@ -3,10 +3,11 @@
 // NAME=PATH.npy) and compares every output cell:
 //   - without --rewrite, FILE itself runs on both (no tier): every output must agree bitwise;
 //   - with --rewrite, FILE runs on A and the tier's rewrite of it (--profile/--set choose the
-//     members) on B; outputs that no bounded claim reaches must agree bitwise, outputs downstream
-//     of a bounded claim must agree within its bound (tools/diff_report.h), NaN positions always
-//     exactly.
-// On a mismatch it writes a replayable case directory (routines, inputs, both outputs, replay.sh)
+//     members) on B; outputs that no bounded claim reaches must agree bitwise, outputs with a
+//     certified bound must agree within it cell by cell, other outputs a bounded claim reaches are
+//     held to a stand-in tolerance (outside it: unknown) — tools/diff_report.h; NaN positions
+//     always exactly.
+// On a mismatch (or a stand-in violation) it writes a replayable case directory (routines, inputs, both outputs, replay.sh)
 // and exits 1. An unavailable executor makes the verdict unknown (exit 2 under --fail-on=unknown,
 // the default). docs/executors.md documents the report.
 #include <fmt/format.h>
@@ -18,7 +19,6 @@
 #include <memory>
 #include <set>
 
-#include "core/access_census.h"
 #include "core/diagnostic.h"
 #include "core/npy.h"
 #include "core/random_inputs.h"
@@ -53,26 +53,6 @@ std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-// Nodes whose values depend on any of `from` (coarse: every node a top-level statement writes
-// depends on every node it reads).
-std::set<std::string> downstream_of(const Routine& r, const std::set<std::string>& from) {
-  AccessCensus census(r);
-  std::set<std::string> reached = from;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (std::size_t p = 0; p < census.top_level().size(); ++p) {
-      bool reads = false;
-      for (const Access* a : census.at(p))
-        if (!a->is_write() && reached.count(a->node)) reads = true;
-      if (!reads) continue;
-      for (const Access* a : census.at(p))
-        if (a->is_write() && reached.insert(a->node).second) changed = true;
-    }
-  }
-  return reached;
 }
 
 TensorMap load_inputs(const Routine& r, const DiffOptions& o, std::uint64_t seed) {
@@ -128,8 +108,7 @@ void run_diff(const DiffOptions& o) {
   rep.executor_b = o.b;
   rep.rewrite = o.rewrite;
   rep.command = command_line();
-  std::set<std::string> bounded_nodes;
-  double tolerance = 0;
+  std::optional<RewriteDiffPlan> plan;
   if (o.rewrite) {
     std::optional<RewriteResult> res = run_tier_checked(original, cfg, {});
     if (!res) return;
@@ -137,14 +116,12 @@ void run_diff(const DiffOptions& o) {
     for (const Application& app : res->applications)
       for (const Obligation& ob : app.obligations) {
         rep.claims.push_back(fmt::format("{} {}: {}", app.shape, ob.claim, obligation_kind_name(ob.kind)));
-        if (ob.kind != ObligationKind::Bounded) continue;
-        tolerance = std::max(tolerance, bounded_claim_tolerance(ob));
-        for (const Cover& c : ob.covers) bounded_nodes.insert(c.node);
       }
     if (res->applications.empty())
       rep.claims.push_back(
           "none: the tier changed nothing (its gates are off? e.g. --set online_softmax=true)");
-    if (!bounded_nodes.empty()) rep.bound_source = bounded_claim_tolerance_source();
+    plan = plan_rewrite_diff(original, *res);
+    rep.notes = plan->notes;
   }
   const std::uint64_t seed = o.seed.value_or(1);
   const TensorMap in = load_inputs(original, o, seed);
@@ -167,27 +144,45 @@ void run_diff(const DiffOptions& o) {
       return;
     }
   }
-  const TensorMap out_a = ea->compile(original)->run(in);
+  // With --rewrite the first executor runs the original instrumented with the certified bounds'
+  // per-cell magnitudes (its own outputs unchanged).
+  const TensorMap out_a = ea->compile(plan ? plan->source : original)->run(in);
   const TensorMap out_b = eb->compile(second)->run(in);
-  const std::set<std::string> reached = downstream_of(second, bounded_nodes);
-  bool all_ok = true;
+  bool mismatch = false, outside_stand_in = false;
   for (const Node* n : second.outputs()) {
-    const bool bounded = reached.count(n->name) > 0;
     auto ia = out_a.find(n->name);
     auto ib = out_b.find(n->name);
     FP_INTERNAL_CHECK(ia != out_a.end() && ib != out_b.end(), "output '{}' missing from a run", n->name);
-    rep.outputs.push_back(compare_output(n->name, ia->second, ib->second, bounded ? tolerance : -1));
-    all_ok = all_ok && rep.outputs.back().ok;
+    if (plan && plan->certified.count(n->name)) {
+      const verify::NodeCheck& check = plan->certified.at(n->name);
+      const Tensor* scale = nullptr;
+      if (check.kind == verify::NodeCheck::Kind::Scaled) {
+        auto is = out_a.find(check.scale_node);
+        FP_INTERNAL_CHECK(is != out_a.end(), "scale node '{}' missing from the first run", check.scale_node);
+        scale = &is->second;
+      }
+      rep.outputs.push_back(
+          compare_certified(n->name, ia->second, ib->second, check, scale, plan->statements.at(n->name)));
+    } else {
+      const bool stand_in = plan && plan->stand_in.count(n->name);
+      rep.outputs.push_back(
+          compare_output(n->name, ia->second, ib->second, stand_in ? plan->stand_in_bound : -1));
+    }
+    const OutputComparison& c = rep.outputs.back();
+    (c.basis == ComparisonBasis::StandIn ? outside_stand_in : mismatch) |= !c.ok;
   }
-  if (all_ok) {
+  if (!mismatch && !outside_stand_in) {
     rep.verdict = "agree";
     rep.message = fmt::format("every cell of {} output{} agrees", rep.outputs.size(),
                               rep.outputs.size() == 1 ? "" : "s");
   } else {
-    rep.verdict = "mismatch";
     int bad = 0;
     for (const auto& c : rep.outputs) bad += !c.ok;
-    rep.message = fmt::format("{} of {} outputs differ", bad, rep.outputs.size());
+    rep.verdict = mismatch ? "mismatch" : "unknown";
+    rep.message = mismatch ? fmt::format("{} of {} outputs differ", bad, rep.outputs.size())
+                           : fmt::format("{} of {} outputs are outside the stand-in tolerance, which is not a "
+                                         "certified bound: no verdict",
+                                         bad, rep.outputs.size());
     // The replayable case: routines, inputs, both outputs, and the command that reproduces it.
     rep.case_dir = fresh_case_dir(o.case_dir);
     std::filesystem::create_directories(rep.case_dir);

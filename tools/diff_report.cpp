@@ -6,9 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "core/diagnostic.h"
 #include "flashproof/version.h"
+#include "core/access_census.h"
 #include "verify/bounds/bound_formula.h"
+#include "verify/downstream_bounds.h"
 
 namespace fp::cli {
 
@@ -16,20 +20,51 @@ namespace {
 
 constexpr double kExpUlp = 0.52;  // fp_exp64's assumed error (docs/semantics.md)
 
-double unit_roundoff(Prec p) {
-  switch (p) {
-    case Prec::F64:
-      return 0x1p-53;
-    case Prec::F32:
-      return 0x1p-24;
-    case Prec::F16:
-      return 0x1p-11;
-    case Prec::BF16:
-      return 0x1p-8;
-    case Prec::I32:
-      return 0;
+// The stand-in tolerance for outputs a bounded claim reaches without a certified bound: the
+// normalizer's certified REL carried through P = e / l and Σ P·v, or, where the formula has no
+// certified form, 8·(n + 2)·u_state + 4·u_storage.
+double stand_in_tolerance(const Obligation& o) {
+  const BoundTerms t = o.bound.value_or(BoundTerms{});
+  const verify::NormalizerBound nb = verify::normalizer_bound(t.storage, t.state, t.terms, kExpUlp);
+  if (!nb.defined)
+    return 8.0 * static_cast<double>(t.terms + 2) * verify::unit_roundoff(t.state) +
+           4.0 * verify::unit_roundoff(t.storage);
+  const double rp = verify::quotient_perturbation(0.0, nb.rel, t.storage);
+  return std::max(nb.rel, verify::dot_perturbation(rp, t.terms, t.storage));
+}
+
+// Nodes whose values depend on any of `from` (coarse: every node a top-level statement writes
+// depends on every node it reads).
+std::set<std::string> downstream_of(const Routine& r, const std::set<std::string>& from) {
+  AccessCensus census(r);
+  std::set<std::string> reached = from;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (std::size_t p = 0; p < census.top_level().size(); ++p) {
+      bool reads = false;
+      for (const Access* a : census.at(p))
+        if (!a->is_write() && reached.count(a->node)) reads = true;
+      if (!reads) continue;
+      for (const Access* a : census.at(p))
+        if (a->is_write() && reached.insert(a->node).second) changed = true;
+    }
   }
-  return 0;
+  return reached;
+}
+
+// Every node a plan says its claim perturbs (bounded or not).
+std::set<std::string> perturbed_by(const verify::DownstreamPlan& p) {
+  std::set<std::string> s(p.unbounded.begin(), p.unbounded.end());
+  for (const auto& c : p.checks) s.insert(c.node);
+  return s;
+}
+
+std::string statement_of(const verify::DownstreamPlan& p, const verify::NodeCheck& c) {
+  for (const auto& b : p.bounds)
+    if (b.node == c.node) return fmt::format("{}; here rho = {:.3g}", b.formula, b.value);
+  return fmt::format("|{0}_tgt - {0}_src| <= REL·|{0}_src|, REL = {1:.3g} (certified normalizer bound)", c.node,
+                     c.rel);
 }
 
 std::string xml_escape(const std::string& s) {
@@ -55,17 +90,29 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+// "agree", "mismatch" (a bitwise or certified comparison fails) or "outside-stand-in".
+const char* output_status(const OutputComparison& c) {
+  if (c.ok) return "agree";
+  return c.basis == ComparisonBasis::StandIn ? "outside-stand-in" : "mismatch";
+}
+
+// The worst error as a fraction of what the comparison allows.
+double worst_fraction(const OutputComparison& c) {
+  if (c.basis == ComparisonBasis::Certified) return c.worst;
+  return c.bound > 0 ? c.worst / c.bound : 0;
+}
+
 nlohmann::json output_json(const OutputComparison& c) {
   nlohmann::json j = {{"node", c.node},
-                      {"comparison", c.bitwise ? "bitwise" : "bounded"},
+                      {"comparison", comparison_basis_name(c.basis)},
                       {"cells", c.cells},
                       {"mismatches", c.mismatches},
-                      {"status", c.ok ? "agree" : "mismatch"}};
-  if (!c.bitwise) {
+                      {"status", output_status(c)}};
+  if (c.basis != ComparisonBasis::Bitwise) {
     j["bound"] = c.bound;
-    j["worst"] = c.worst;
-    j["worst_fraction_of_bound"] = c.bound > 0 ? c.worst / c.bound : 0;
+    j["worst_fraction_of_bound"] = worst_fraction(c);
   }
+  if (c.basis == ComparisonBasis::Certified) j["statement"] = c.statement;
   if (c.first)
     j["first_mismatch"] = {
         {"cell", c.first->cell}, {"a", c.first->a}, {"b", c.first->b}, {"why", c.first->why}};
@@ -84,7 +131,7 @@ nlohmann::json report_json(const DiffReport& r) {
                       {"verdict", r.verdict},
                       {"message", r.message},
                       {"claims", r.claims},
-                      {"bound_source", r.bound_source}};
+                      {"notes", r.notes}};
   nlohmann::json outs = nlohmann::json::array();
   for (const auto& c : r.outputs) outs.push_back(output_json(c));
   j["outputs"] = outs;
@@ -94,22 +141,95 @@ nlohmann::json report_json(const DiffReport& r) {
 
 }  // namespace
 
-double bounded_claim_tolerance(const Obligation& o) {
-  const BoundTerms t = o.bound.value_or(BoundTerms{});
-  const verify::NormalizerBound nb = verify::normalizer_bound(t.storage, t.state, t.terms, kExpUlp);
-  if (!nb.defined)  // no certified form (e.g. (n-1)·u_storage >= 1): the stand-in
-    return 8.0 * static_cast<double>(t.terms + 2) * unit_roundoff(t.state) + 4.0 * unit_roundoff(t.storage);
-  // The normalizer's certified REL, carried through the probabilities P = e / l and the value
-  // contraction Σ P·v (verify/bounds/bound_formula.h).
-  const double rp = verify::quotient_perturbation(0.0, nb.rel, t.storage);
-  const double ro = verify::dot_perturbation(rp, t.terms, t.storage);
-  return std::max(nb.rel, ro);
+RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result) {
+  RewriteDiffPlan plan;
+  std::set<std::string> covered;
+  std::vector<verify::DownstreamPlan> plans;
+  for (const Application& app : result.applications)
+    for (const Obligation& ob : app.obligations) {
+      if (ob.kind != ObligationKind::Bounded) continue;
+      for (const Cover& c : ob.covers) covered.insert(c.node);
+      plan.stand_in_bound = std::max(plan.stand_in_bound, stand_in_tolerance(ob));
+      // The application's statement positions refer to the routine its round received.
+      if (!equal(result.round_input(original, app.round, app.member), original)) {
+        plan.notes.push_back(fmt::format("{} at statement {}: applied to an already rewritten routine (round {}), "
+                                         "no certified plan against the original",
+                                         ob.claim, app.statements.empty() ? 0 : app.statements[0], app.round));
+        continue;
+      }
+      std::string why;
+      if (auto p = verify::plan_for_obligation(original, app, ob, kExpUlp, &why))
+        plans.push_back(std::move(*p));
+      else
+        plan.notes.push_back(fmt::format("{} on {}: {}", ob.claim, ob.covers.empty() ? "?" : ob.covers[0].node, why));
+    }
+  // A check holds only while its claim is the one perturbation reaching the node: a node another
+  // claim also perturbs (a second layer fed by the first's output) gets the stand-in.
+  std::vector<std::set<std::string>> perturbed;
+  for (const auto& p : plans) perturbed.push_back(perturbed_by(p));
+  std::vector<const verify::DownstreamPlan*> used;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    for (const auto& c : plans[i].checks) {
+      bool alone = true;
+      for (std::size_t j = 0; j < plans.size(); ++j) alone = alone && (j == i || !perturbed[j].count(c.node));
+      if (!alone) {
+        plan.notes.push_back(fmt::format("{}: perturbed by more than one bounded claim", c.node));
+        continue;
+      }
+      plan.certified[c.node] = c;
+      plan.statements[c.node] = statement_of(plans[i], c);
+    }
+    for (const auto& n : plans[i].notes) plan.notes.push_back(n);
+    used.push_back(&plans[i]);
+  }
+  std::vector<std::string> watched;
+  for (const auto& [node, c] : plan.certified) watched.push_back(node);
+  plan.source = verify::instrument_source(original, used, watched, true);
+  // Outputs the claims reach in the rewritten routine but that have no certified check.
+  const std::set<std::string> reached = downstream_of(result.routine, covered);
+  for (const Node* n : result.routine.outputs())
+    if (reached.count(n->name) && !plan.certified.count(n->name)) plan.stand_in.insert(n->name);
+  // Only the routine's own outputs are compared: drop checks of internal nodes.
+  for (auto it = plan.certified.begin(); it != plan.certified.end();) {
+    const Node* n = result.routine.find_node(it->first);
+    if (!n || !n->is_output) {
+      plan.statements.erase(it->first);
+      it = plan.certified.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return plan;
 }
 
-std::string bounded_claim_tolerance_source() {
-  return "verify's certified normalizer REL (normalizer_bound, exp within 0.52 ulp) carried through P = e/l "
-         "(quotient_perturbation) and Σ P·v (dot_perturbation), applied relative to max(|ref|, rms(ref)) per "
-         "tensor (the certified form is relative to Σ|P·v| per cell; tools/diff_report.cpp)";
+OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
+                                   const verify::NodeCheck& check, const Tensor* scale,
+                                   const std::string& statement) {
+  OutputComparison c;
+  c.node = node;
+  c.basis = ComparisonBasis::Certified;
+  c.statement = statement;
+  c.bound = check.rel;
+  c.cells = a.size();
+  if (a.dims != b.dims || a.prec != b.prec || (scale && scale->data.size() != a.data.size())) {
+    c.ok = false;
+    c.mismatches = c.cells;
+    c.first = CellMismatch{0, "[]", 0, 0, "the two outputs have different types"};
+    return c;
+  }
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    const double r = verify::cell_ratio(check, a.data[i], b.data[i], scale ? scale->data[i] : 0);
+    c.worst = std::max(c.worst, std::isinf(r) ? 1.0 : r);
+    if (r <= 1) continue;
+    ++c.mismatches;
+    c.ok = false;
+    if (c.first) continue;
+    c.first = CellMismatch{static_cast<std::int64_t>(i), cell_text(a.dims, static_cast<std::int64_t>(i)),
+                           a.data[i], b.data[i],
+                           std::isinf(r) ? std::string("NaN or infinity on one side only")
+                                         : fmt::format("error {:.3g}x the certified bound", r)};
+  }
+  return c;
 }
 
 std::string render_diff_report(const DiffReport& r, const std::string& format) {
@@ -128,25 +248,29 @@ std::string render_diff_report(const DiffReport& r, const std::string& format) {
     return out + s.dump() + "\n";
   }
   if (format == "junit") {
-    int failures = 0;
-    for (const auto& c : r.outputs) failures += !c.ok;
-    const bool unknown = r.verdict == "unknown" || r.verdict == "error";
+    int failures = 0, stand_in = 0;
+    for (const auto& c : r.outputs) {
+      failures += !c.ok && c.basis != ComparisonBasis::StandIn;
+      stand_in += !c.ok && c.basis == ComparisonBasis::StandIn;
+    }
+    const bool unknown = (r.verdict == "unknown" || r.verdict == "error") && stand_in == 0;
     std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
     out += fmt::format("<testsuites name=\"flashproof diff\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       std::max<std::size_t>(r.outputs.size(), 1), failures, unknown ? 1 : 0);
+                       std::max<std::size_t>(r.outputs.size(), 1), failures, (unknown ? 1 : 0) + stand_in);
     out += fmt::format("  <testsuite name=\"{} {} vs {}{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
                        xml_escape(r.file), xml_escape(r.executor_a), xml_escape(r.executor_b),
                        r.rewrite ? " (rewrite)" : "", std::max<std::size_t>(r.outputs.size(), 1), failures,
-                       unknown ? 1 : 0);
+                       (unknown ? 1 : 0) + stand_in);
     if (unknown) {
       out += fmt::format("    <testcase name=\"{}\" classname=\"diff\"><error message=\"{}\"/></testcase>\n",
                          xml_escape(r.file), xml_escape(r.message));
     }
     for (const auto& c : r.outputs) {
       out += fmt::format("    <testcase name=\"{}\" classname=\"diff.{}\">", xml_escape(c.node),
-                         c.bitwise ? "bitwise" : "bounded");
+                         comparison_basis_name(c.basis));
       if (!c.ok)
-        out += fmt::format("<failure message=\"{} at {}: {} vs {}\"/>", xml_escape(c.first->why),
+        out += fmt::format("<{} message=\"{} at {}: {} vs {}\"/>",
+                           c.basis == ComparisonBasis::StandIn ? "error" : "failure", xml_escape(c.first->why),
                            xml_escape(c.first->cell), c.first->a, c.first->b);
       out += "</testcase>\n";
     }
@@ -157,16 +281,17 @@ std::string render_diff_report(const DiffReport& r, const std::string& format) {
     nlohmann::json results = nlohmann::json::array();
     for (const auto& c : r.outputs) {
       if (c.ok) continue;
+      const bool stand_in = c.basis == ComparisonBasis::StandIn;
       results.push_back(
-          {{"ruleId", r.rewrite ? "diff.rewrite" : "diff.executors"},
-           {"level", "error"},
+          {{"ruleId", stand_in ? "diff.unknown" : r.rewrite ? "diff.rewrite" : "diff.executors"},
+           {"level", stand_in ? "warning" : "error"},
            {"message",
             {{"text", fmt::format("output '{}' differs between {} and {} at {}: {} ({} vs {}); replay: {}",
                                   c.node, r.executor_a, r.executor_b, c.first->cell, c.first->why, c.first->a,
                                   c.first->b, r.replay)}}},
            {"locations", {{{"physicalLocation", {{"artifactLocation", {{"uri", r.file}}}}}}}}});
     }
-    if (r.verdict == "unknown" || r.verdict == "error")
+    if ((r.verdict == "unknown" || r.verdict == "error") && r.outputs.empty())
       results.push_back({{"ruleId", "diff.unknown"},
                          {"level", "warning"},
                          {"message", {{"text", r.message}}},
@@ -194,15 +319,20 @@ std::string render_diff_report(const DiffReport& r, const std::string& format) {
                   r.rewrite ? " (original on the first, rewritten on the second)" : "", r.inputs);
   for (const auto& c : r.claims) out += "  claim " + c + "\n";
   for (const auto& c : r.outputs) {
-    out += fmt::format("  {:<16} {:<8} {:>9} cells  {}", c.node, c.bitwise ? "bitwise" : "bounded", c.cells,
-                       c.ok ? "agree" : fmt::format("MISMATCH ({} cells)", c.mismatches));
-    if (!c.bitwise) out += fmt::format("  worst {:.3g} of bound {:.3g}", c.worst, c.bound);
+    out += fmt::format("  {:<16} {:<9} {:>9} cells  {}", c.node, comparison_basis_name(c.basis), c.cells,
+                       c.ok ? "agree"
+                       : c.basis == ComparisonBasis::StandIn
+                           ? fmt::format("OUTSIDE THE STAND-IN ({} cells)", c.mismatches)
+                           : fmt::format("MISMATCH ({} cells)", c.mismatches));
+    if (c.basis != ComparisonBasis::Bitwise)
+      out += fmt::format("  worst {:.3g} of the bound", worst_fraction(c));
+    if (c.basis == ComparisonBasis::Certified) out += "\n    bound: " + c.statement;
     out += "\n";
     if (c.first)
       out += fmt::format("    first at {}: {} vs {} ({})\n", c.first->cell, c.first->a, c.first->b,
                          c.first->why);
   }
-  if (!r.bound_source.empty()) out += "  bounds: " + r.bound_source + "\n";
+  for (const auto& n : r.notes) out += "  note: " + n + "\n";
   out += fmt::format("{}: {}\n", r.verdict, r.message);
   if (!r.case_dir.empty()) out += fmt::format("case written to {}\nreplay: {}\n", r.case_dir, r.replay);
   return out;

@@ -1,43 +1,62 @@
 #pragma once
-// `flashproof diff`'s adapter to the verify layer, kept in one file so it can be switched over:
-//  - bounded_claim_tolerance(): the relative bound a bounded claim's outputs are compared within,
-//    from verify's certified formulas (verify/bounds/bound_formula.h);
+// `flashproof diff`'s adapter to the verify layer:
+//  - plan_rewrite_diff(): what each output of a --rewrite diff is compared with. Outputs no
+//    bounded claim reaches: bitwise. Outputs with a certified bound (verify's per-claim plan,
+//    verify/downstream_bounds.h: the normalizer within its certified REL relative to |l|, the
+//    probabilities relative to |P|, the value contraction relative to Σ|P·v| per cell): that
+//    bound, computed per cell from the original run instrumented with Σ|P·v|. Outputs downstream
+//    of a bounded claim without a certified bound (e.g. a second layer fed by a perturbed output,
+//    gradients): a stand-in relative tolerance, whose violation makes the verdict unknown, never
+//    mismatch.
 //  - render_diff_report(): the report in the formats every reporting subcommand takes (text, json,
 //    jsonl, junit, sarif) and diff_exit_code() with the tool's exit codes (0 agree, 1 mismatch,
-//    2 unknown under --fail-on=unknown) — written here until verify/ has report writers.
-// docs/executors.md states exactly what they compute; only this file changes when verify grows.
+//    2 unknown under --fail-on=unknown).
+// docs/executors.md states exactly what they compute.
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "core/interpreter.h"
 #include "core/ir.h"
 #include "exec/differential.h"
-#include "rewrites/application.h"
+#include "rewrites/tier.h"
+#include "verify/compare.h"
 
 namespace fp::cli {
 
-// The relative tolerance for outputs downstream of a bounded claim: verify's certified REL of the
-// normalizer (n terms, storage and state precisions, exp within 0.52 ulp) carried through
-// P = e / l and o = Σ P·v, i.e. max(REL, dot_perturbation(quotient_perturbation(0, REL))). The
-// certified statement bounds |o' - o| relative to Σ|P·v| per cell; diff applies the value relative
-// to max(|ref|, rms(ref)) per tensor (it does not compute Σ|P·v|). Where no certified form exists
-// ((n-1)·u_storage >= 1) the stand-in 8·(n + 2)·u_state + 4·u_storage.
-double bounded_claim_tolerance(const Obligation& o);
-// The description printed with the comparison ("stand-in bound 8(n+2)u_state + 4u_storage, ...").
-std::string bounded_claim_tolerance_source();
+struct RewriteDiffPlan {
+  // The original routine with the certified plans' Σ|w·v| nodes added as outputs (values of the
+  // original's own nodes unchanged): what the first executor runs.
+  Routine source;
+  std::map<std::string, verify::NodeCheck> certified;  // output -> its certified check
+  std::map<std::string, std::string> statements;       // output -> the certified statement
+  std::set<std::string> stand_in;                      // outputs compared with the stand-in
+  double stand_in_bound = 0;
+  std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
+};
+
+RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
+
+// Compares one output with a certified check; `scale` is the Σ|w·v| tensor of a Scaled check.
+OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
+                                   const verify::NodeCheck& check, const Tensor* scale,
+                                   const std::string& statement);
 
 struct DiffReport {
   std::string file;
   std::string executor_a, executor_b;
   bool rewrite = false;
   std::string inputs;  // "seed 1" or "q=q.npy k=k.npy ..."
-  // "agree", "mismatch", "unknown" (an executor unavailable), "error".
+  // "agree", "mismatch" (bitwise or certified comparison fails), "unknown" (an executor
+  // unavailable, or only a stand-in comparison fails), "error".
   std::string verdict;
   std::string message;  // one sentence
   std::vector<OutputComparison> outputs;
   std::vector<std::string> claims;  // "online-softmax.normalizer-scan normalizer-sum: bounded"
-  std::string bound_source;
+  std::vector<std::string> notes;  // the plan's notes
   std::string case_dir;  // written on mismatch
   std::string replay;
   std::string command;

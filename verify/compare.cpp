@@ -37,8 +37,9 @@ long double overflow_threshold(Prec p) {
   return INFINITY;
 }
 
-// Error as a fraction of what is allowed: <= 1 holds.
-double ratio_of(const NodeCheck& c, double s, double t, double scale) {
+}  // namespace
+
+double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
   const long double mag =
@@ -57,8 +58,6 @@ double ratio_of(const NodeCheck& c, double s, double t, double scale) {
   if (!(allowed > 0)) return INFINITY;
   return static_cast<double>(diff / allowed);
 }
-
-}  // namespace
 
 std::string Mismatch::text() const {
   std::string idx;
@@ -85,7 +84,7 @@ std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, co
     for (std::int64_t i = 0; i < s->second.size(); ++i) {
       const double sv = s->second.data[static_cast<std::size_t>(i)],
                    tv = t->second.data[static_cast<std::size_t>(i)];
-      const double r = ratio_of(c, sv, tv, scale ? scale->data[static_cast<std::size_t>(i)] : 0);
+      const double r = cell_ratio(c, sv, tv, scale ? scale->data[static_cast<std::size_t>(i)] : 0);
       node_worst = std::max(node_worst, r);
       if (r > 1 && !first) {
         first = Mismatch{c.node, i, unflatten(i, dims.at(c.node)), sv, tv, r};

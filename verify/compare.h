@@ -43,6 +43,10 @@ struct Mismatch {
   std::string text() const;
 };
 
+// One cell's error as a fraction of what `c` allows (<= 1 holds; inf for a NaN-position, infinity
+// or bitwise difference). `scale` is the cell's magnitude for a Scaled check, else unused.
+double cell_ratio(const NodeCheck& c, double src, double tgt, double scale);
+
 // The first violating cell, or nullopt; `worst` receives, per node, the largest observed error as
 // a fraction of what the check allows (0 for bitwise checks that hold).
 std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,

@@ -122,7 +122,7 @@ TEST_F(ExecTools, DiffAgreesAcrossExecutorsAndAcrossTheRewriteInEveryFormat) {
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "agree");
-  EXPECT_EQ(j["outputs"][0]["comparison"], "bounded");
+  EXPECT_EQ(j["outputs"][0]["comparison"], "certified");
   EXPECT_EQ(j["claims"].size(), 3u);
   for (const std::string f : {"jsonl", "junit", "sarif", "text"}) {
     r = tool({"diff", attn_, "--rewrite", "--profile", "approximate", "--format", f}, env());

@@ -1,0 +1,98 @@
+// `flashproof diff --rewrite`'s comparison plan (tools/diff_report.h): the rewritten attention's
+// output is held to verify's certified per-cell bound (Σ|P·v| from the instrumented original),
+// which the real rewrite satisfies and planted bugs in it violate; an output two bounded claims
+// perturb (a second layer) falls back to the stand-in, never to a certified statement that does
+// not apply to it.
+
+#include <gtest/gtest.h>
+
+#include "core/attention.h"
+#include "core/interpreter.h"
+#include "core/random_inputs.h"
+#include "rewrites/tier.h"
+#include "tools/diff_report.h"
+#include "verify/mutants.h"
+
+namespace fp::cli {
+namespace {
+
+struct Rewritten {
+  Routine original;
+  RewriteResult result;
+};
+
+Rewritten rewrite_attention(int layers, Prec prec = Prec::F32) {
+  AttentionSpec s;
+  s.sq = 6;
+  s.sk = 12;
+  s.d = s.e = 4;
+  s.mask = "causal";
+  s.layers = layers;
+  s.precision = prec;
+  Config cfg;
+  cfg.online_softmax = true;
+  Rewritten r{build_attention(s), {}};
+  r.result = run_tier(r.original, cfg, {});
+  return r;
+}
+
+// Compares output `node` of `tgt` against the plan's instrumented original on seed `seed`.
+OutputComparison compare_on(const RewriteDiffPlan& plan, const Routine& tgt, const std::string& node,
+                            std::uint64_t seed) {
+  const TensorMap in = random_inputs(plan.source, seed);
+  const TensorMap a = interpret(plan.source, in), b = interpret(tgt, in);
+  const verify::NodeCheck& c = plan.certified.at(node);
+  return compare_certified(node, a.at(node), b.at(node), c, &a.at(c.scale_node), plan.statements.at(node));
+}
+
+TEST(DiffPlan, OneLayerOutputIsCertifiedPerCellAndTheRewriteIsInside) {
+  const Rewritten r = rewrite_attention(1);
+  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  ASSERT_EQ(plan.certified.count("o"), 1u);
+  EXPECT_EQ(plan.certified.at("o").kind, verify::NodeCheck::Kind::Scaled);
+  EXPECT_TRUE(plan.stand_in.empty());
+  EXPECT_NE(plan.statements.at("o").find("Σ|w·v|"), std::string::npos);
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const OutputComparison c = compare_on(plan, r.result.routine, "o", seed);
+    EXPECT_TRUE(c.ok) << seed << ": " << (c.first ? c.first->why : "");
+    EXPECT_EQ(c.basis, ComparisonBasis::Certified);
+    EXPECT_LE(c.worst, 1.0);
+  }
+}
+
+TEST(DiffPlan, PlantedBugsInTheRewriteAreMismatches) {
+  const Rewritten r = rewrite_attention(1);
+  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  int checked = 0;
+  for (const verify::Mutant& m : verify::normalizer_scan_mutants(r.result.routine)) {
+    if (m.id != "narrowed-state" && m.id != "off-by-one-end" && m.id != "off-by-one-start") continue;
+    ++checked;
+    const OutputComparison c = compare_on(plan, m.tgt, "o", 1);
+    EXPECT_FALSE(c.ok) << m.id << ": worst " << c.worst;
+    EXPECT_EQ(c.basis, ComparisonBasis::Certified) << m.id;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
+TEST(DiffPlan, AnOutputTwoBoundedClaimsReachGetsTheStandIn) {
+  const Rewritten r = rewrite_attention(2);
+  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  EXPECT_EQ(plan.certified.count("o"), 0u);
+  EXPECT_EQ(plan.stand_in.count("o"), 1u);
+  EXPECT_GT(plan.stand_in_bound, 0);
+  bool noted = false;
+  for (const auto& n : plan.notes) noted = noted || n == "o: perturbed by more than one bounded claim";
+  EXPECT_TRUE(noted);
+}
+
+TEST(DiffPlan, InstrumentingTheOriginalChangesNoneOfItsOutputs) {
+  const Rewritten r = rewrite_attention(1, Prec::F16);
+  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  const TensorMap in = random_inputs(r.original, 3);
+  const TensorMap a = interpret(r.original, in), b = interpret(plan.source, in);
+  for (const Node* n : r.original.outputs())
+    EXPECT_TRUE(compare_output(n->name, a.at(n->name), b.at(n->name), -1).ok) << n->name;
+}
+
+}  // namespace
+}  // namespace fp::cli

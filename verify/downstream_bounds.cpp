@@ -1,0 +1,264 @@
+// Bounds downstream of a bounded node (verify/downstream_bounds.h).
+
+#include "verify/downstream_bounds.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/diagnostic.h"
+#include "core/ir_visit.h"
+#include "verify/bounds/bound_formula.h"
+#include "verify/loop_nest.h"
+#include "verify/symbolic/symexec.h"
+
+namespace fp::verify {
+
+namespace {
+
+constexpr const char* kAbsdotPrefix = "__fp_absdot_";
+
+struct Affected {
+  double rho = 0;
+  bool scaled = false;   // relative to Σ|w·v| (absdot node) instead of |value|
+  bool tainted = false;  // perturbed by an unknown amount: no bound, and none downstream of it
+  std::string formula;
+};
+
+std::optional<double> rel_of(const Expr& e, const std::map<std::string, Affected>& aff) {
+  auto conv = [&](const ExprP& a, Prec to) -> std::optional<double> {
+    auto r = rel_of(*a, aff);
+    if (!r) return r;
+    return conversion_perturbation(*r, a->prec, to);
+  };
+  switch (e.kind) {
+    case ExprKind::Get: {
+      auto it = aff.find(e.name);
+      if (it == aff.end()) return 0.0;
+      if (it->second.scaled || it->second.tainted) return std::nullopt;
+      return it->second.rho;
+    }
+    case ExprKind::GetLocal:
+    case ExprKind::Const:
+    case ExprKind::EmbedIndex:
+      return 0.0;
+    case ExprKind::Unary: {
+      auto r = conv(e.args[0], e.prec);
+      if (!r) return r;
+      switch (e.unop()) {
+        case UnOp::Neg:
+        case UnOp::Abs:
+        case UnOp::Cast:
+          return r;
+        default:
+          return *r == 0 ? std::optional<double>(0.0) : std::nullopt;
+      }
+    }
+    case ExprKind::Binary: {
+      auto a = conv(e.args[0], e.prec), b = conv(e.args[1], e.prec);
+      if (!a || !b) return std::nullopt;
+      switch (e.binop()) {
+        case BinOp::Mul:
+          return product_perturbation(*a, *b, e.prec);
+        case BinOp::Div:
+          return quotient_perturbation(*a, *b, e.prec);
+        default:
+          return *a == 0 && *b == 0 ? std::optional<double>(0.0) : std::nullopt;
+      }
+    }
+    case ExprKind::Ternary: {
+      if (e.ternop() != TernOp::Where) {
+        for (const auto& a : e.args) {
+          auto r = rel_of(*a, aff);
+          if (!r || *r != 0) return std::nullopt;
+        }
+        return 0.0;
+      }
+      auto c = rel_of(*e.args[0], aff);
+      auto a = conv(e.args[1], e.prec), b = conv(e.args[2], e.prec);
+      if (!c || *c != 0 || !a || !b) return std::nullopt;
+      return std::max(*a, *b);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& matched, std::size_t anchor_pos,
+                               const std::string& l, double rel_l) {
+  DownstreamPlan plan;
+  std::map<std::string, Affected> aff{{l, Affected{rel_l, false, false, "REL"}}};
+  std::vector<std::string>& notes = plan.notes;
+  const std::vector<StmtP> S = top_level_statements(src);
+  for (std::size_t pos = anchor_pos + 1; pos < S.size(); ++pos) {
+    bool part_of_match = std::find(matched.begin(), matched.end(), static_cast<int>(pos + 1)) != matched.end();
+    if (part_of_match) continue;
+    std::set<std::string> reads, writes;
+    for_each_stmt(S[pos], [&](const Stmt& st) {
+      if (st.kind == StmtKind::Set || st.kind == StmtKind::Zero) writes.insert(st.name);
+      for_each_own_expr(st, [&](const ExprP& e) {
+        for_each_expr(e, [&](const Expr& x) {
+          if (x.kind == ExprKind::Get) reads.insert(x.name);
+        });
+      });
+    });
+    bool reads_aff = false;
+    for (const auto& r : reads) reads_aff = reads_aff || aff.count(r);
+    for (const auto& w : writes)
+      if (aff.count(w) && !aff.at(w).tainted && w != l) {
+        aff[w].tainted = true;
+        notes.push_back(fmt::format("{} is written again by statement {}: no downstream bound", w, pos + 1));
+      }
+    if (!reads_aff) continue;
+    std::vector<Loop> loops;
+    const Stmt* st = peel(S[pos].get(), loops);
+    // Everything a statement without a derived bound writes is perturbed by an unknown amount,
+    // and so is everything computed from it: it must never count as unperturbed further down.
+    auto no_bound = [&] {
+      for (const auto& w : writes) {
+        if (!aff.count(w) || !aff.at(w).tainted)
+          notes.push_back(fmt::format("no bound derived for {} (statement {})", w, pos + 1));
+        Affected t;
+        t.tainted = true;
+        aff[w] = t;
+      }
+    };
+    if (st->kind != StmtKind::Set || writes.size() != 1) {
+      no_bound();
+      continue;
+    }
+    const Node* out = src.find_node(st->name);
+    bool self = reads.count(st->name) > 0;
+    if (!self) {
+      auto r = rel_of(*st->value, aff);
+      if (!r || !std::isfinite(*r)) {
+        no_bound();
+        continue;
+      }
+      double rho = conversion_perturbation(*r, st->value->prec, out->prec);
+      aff[st->name] = Affected{rho, false, false, "pointwise"};
+      continue;
+    }
+    // A reduction T[ti] = add(T[ti], mul(a, b)) with one perturbed factor.
+    const ExprP& v = st->value;
+    auto is_self = [&](const ExprP& e) {
+      return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices;
+    };
+    int pi = v->kind == ExprKind::Binary && v->binop() == BinOp::Add ? (is_self(v->args[0])   ? 1
+                                                                        : is_self(v->args[1]) ? 0
+                                                                                              : -1)
+                                                                     : -1;
+    if (pi < 0 || v->args[static_cast<std::size_t>(pi)]->kind != ExprKind::Binary ||
+        v->args[static_cast<std::size_t>(pi)]->binop() != BinOp::Mul) {
+      no_bound();
+      continue;
+    }
+    const ExprP& prod = v->args[static_cast<std::size_t>(pi)];
+    auto ra = rel_of(*prod->args[0], aff), rb = rel_of(*prod->args[1], aff);
+    if (!ra || !rb || (*ra != 0 && *rb != 0)) {
+      no_bound();
+      continue;
+    }
+    std::int64_t n_red = 1;
+    for (const auto& lp : loops)
+      if (!mentions(st->indices, lp.sym)) n_red *= trips(lp);
+    double rw = conversion_perturbation(std::max(*ra, *rb), (*ra != 0 ? prod->args[0] : prod->args[1])->prec,
+                                        prod->prec);
+    double rho = dot_perturbation(rw, n_red, out->prec) * (1 + static_cast<double>(n_red) * 0x1p-50);
+    if (!std::isfinite(rho)) {
+      no_bound();
+      continue;
+    }
+    aff[st->name] = Affected{rho, true, false, "dot"};
+    const std::string absdot = kAbsdotPrefix + st->name;
+    Node nd;
+    nd.name = absdot;
+    nd.dims = out->dims;
+    nd.prec = Prec::F64;
+    nd.is_output = true;
+    plan.absdot_nodes.push_back(nd);
+    ExprP mag = binary(BinOp::Mul, unary(UnOp::Abs, prod->args[0], Prec::F64),
+                       unary(UnOp::Abs, prod->args[1], Prec::F64), Prec::F64);
+    StmtP nest =
+        set(absdot, st->indices, binary(BinOp::Add, get(absdot, st->indices, Prec::F64), mag, Prec::F64));
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+      nest = for_loop(it->sym, it->from, it->to, {nest});
+    plan.aux.emplace_back(pos, nest);
+  }
+  std::vector<std::string> order{l};
+  for (const auto& [node, a] : aff) {
+    if (node == l) continue;
+    if (a.tainted)
+      plan.unbounded.push_back(node);
+    else
+      order.push_back(node);
+  }
+  for (const auto& node : order) {
+    const Affected& a = aff.at(node);
+    NodeCheck c;
+    c.node = node;
+    c.rel = a.rho;
+    const Node* nd = src.find_node(node);
+    c.prec = nd->prec;
+    c.overflow_tolerant = node != l;  // l <= n never overflows; downstream values may
+    if (a.scaled) {
+      c.kind = NodeCheck::Kind::Scaled;
+      c.scale_node = kAbsdotPrefix + node;
+      c.abs = 4 * static_cast<double>(nd->cell_count()) * underflow_error(nd->prec);
+    } else {
+      c.kind = NodeCheck::Kind::Relative;
+      c.abs = node == l ? 0 : 4 * underflow_error(nd->prec);
+    }
+    plan.checks.push_back(c);
+    if (node != l)
+      plan.bounds.push_back(DownstreamBound{
+          node,
+          a.scaled
+              ? fmt::format("|{0}_tgt - {0}_src| <= rho·Σ|w·v| + abs, rho = REL_w + γ_n(u)(2 + REL_w)", node)
+              : fmt::format("|{0}_tgt - {0}_src| <= rho·|{0}_src| + abs (propagated through mul/div/where)",
+                            node),
+          a.rho, a.scaled ? "Σ|w·v|" : "|" + node + "_src|", 0});
+  }
+  return plan;
+}
+
+std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Application& app,
+                                                  const Obligation& ob, double exp_ulp, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<DownstreamPlan> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (ob.kind != ObligationKind::Bounded || !ob.bound || ob.covers.empty())
+    return fail(fmt::format("{} is not a bounded claim with bound terms", ob.claim));
+  const BoundTerms& bt = *ob.bound;
+  const NormalizerBound nb = normalizer_bound(bt.storage, bt.state, bt.terms, exp_ulp);
+  if (!nb.defined) return fail("no certified bound: " + nb.undefined_reason);
+  if (app.statements.empty()) return fail("the application names no anchor statement");
+  const auto anchor_pos = static_cast<std::size_t>(app.statements[0] - 1);
+  if (anchor_pos >= top_level_statements(src).size()) return fail("the anchor statement is out of range");
+  return plan_downstream(src, app.statements, anchor_pos, ob.covers[0].node, nb.rel);
+}
+
+Routine instrument_source(const Routine& src, const std::vector<const DownstreamPlan*>& plans,
+                          const std::vector<std::string>& watched, bool keep_outputs) {
+  Routine out = with_outputs(src, watched, keep_outputs);
+  const std::vector<StmtP> S = top_level_statements(src);
+  std::vector<StmtP> body;
+  for (std::size_t pos = 0; pos < S.size(); ++pos) {
+    body.push_back(S[pos]);
+    for (const DownstreamPlan* p : plans)
+      for (const auto& [at, st] : p->aux)
+        if (at == pos) body.push_back(st);
+  }
+  out.body = seq(std::move(body));
+  for (const DownstreamPlan* p : plans)
+    for (const Node& n : p->absdot_nodes)
+      if (!out.find_node(n.name)) out.nodes.push_back(n);
+  return out;
+}
+
+}  // namespace fp::verify

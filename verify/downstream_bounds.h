@@ -1,0 +1,55 @@
+#pragma once
+// Bounds downstream of a bounded node (docs/bounds.md §4), and the routines that check them.
+//
+// Given the source routine of a bounded claim, the covered node `l` with its certified relative
+// bound REL, and the application's statements, plan_downstream() follows the data flow through
+// the top-level statements after the claim's anchor:
+//  - a pointwise statement (mul, div, where, neg, abs, casts of perturbed values) carries a
+//    relative bound |x_tgt - x_src| <= rho·|x_src| (Relative check);
+//  - a reduction T[ti] = T[ti] + a·b with exactly one perturbed factor carries a bound relative to
+//    the per-cell magnitude Σ|a·b| (Scaled check): the plan adds, after that statement, a nest
+//    that accumulates Σ|a·b| in f64 into a new output node `__fp_absdot_T` of the source;
+//  - anything else (another reduction, exp of a perturbed value, a node written twice) gets no
+//    bound, and neither does anything computed from it: those nodes are listed as unbounded.
+// The checks are what verify's differential and counterexample search run, and what
+// `flashproof diff` compares executors' outputs with; both run instrument_source() of the source.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/ir.h"
+#include "rewrites/application.h"
+#include "verify/compare.h"
+#include "verify/verdict.h"
+
+namespace fp::verify {
+
+struct DownstreamPlan {
+  std::vector<NodeCheck> checks;         // `l` first, then every downstream node with a bound
+  std::vector<DownstreamBound> bounds;   // the downstream checks, for the report (worst_observed 0)
+  std::vector<std::string> unbounded;    // downstream nodes perturbed by an unknown amount
+  std::vector<std::string> notes;        // why each of them has no bound
+  std::vector<std::pair<std::size_t, StmtP>> aux;  // Σ|a·b| nests, after a top-level position
+  std::vector<Node> absdot_nodes;        // their f64 nodes (outputs)
+};
+
+// `anchor_pos` is the 0-based top-level position of the claim's anchor statement; statements in
+// `matched` (1-based positions of the application) are part of the match and skipped.
+DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& matched, std::size_t anchor_pos,
+                               const std::string& l, double rel_l);
+
+// The certified plan of a bounded online-softmax obligation (its normalizer REL at `exp_ulp`), or
+// nullopt with `why` when the formula has no certified form at these terms.
+std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Application& app,
+                                                  const Obligation& ob, double exp_ulp, std::string* why);
+
+// `src` with every plan's Σ|a·b| nests inserted and their nodes declared as outputs; the nodes in
+// `watched` are outputs too, and the routine's own outputs stay outputs when `keep_outputs`.
+// Inserting the nests changes no value of `src`'s own nodes.
+Routine instrument_source(const Routine& src, const std::vector<const DownstreamPlan*>& plans,
+                          const std::vector<std::string>& watched, bool keep_outputs);
+
+}  // namespace fp::verify
