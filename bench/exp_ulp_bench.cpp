@@ -247,6 +247,40 @@ void BM_LibmExpCall(benchmark::State& state) {
 }
 BENCHMARK(BM_LibmExpCall);
 
+// fp_exp_narrow (what exp.f32/f16/bf16 compute) against fp_exp64 rounded, on every f32 bit
+// pattern (stride 1 by default: about a minute; FLASHPROOF_EXP_NARROW_STRIDE=N samples): counter
+// differing must be 0. Also the cost of one fp_exp_narrow call against fp_exp64 above.
+void BM_ExpNarrowMatchesF64(benchmark::State& state) {
+  std::uint64_t stride = 1;
+  if (const char* env = std::getenv("FLASHPROOF_EXP_NARROW_STRIDE"); env && std::atoll(env) > 0)
+    stride = static_cast<std::uint64_t>(std::atoll(env));
+  std::int64_t checked = 0, differing = 0;
+  for (auto _ : state) {
+    checked = differing = 0;
+    for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += stride) {
+      const double x = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+      for (Prec p : {Prec::F32, Prec::F16, Prec::BF16}) {
+        const double a = round_to(p, fp_exp_narrow(x)), w = round_to(p, fp_exp64(x));
+        differing += std::bit_cast<std::uint64_t>(a) != std::bit_cast<std::uint64_t>(w) && !(a != a && w != w);
+      }
+      ++checked;
+    }
+  }
+  state.counters["checked"] = static_cast<double>(checked);
+  state.counters["differing"] = static_cast<double>(differing);
+}
+BENCHMARK(BM_ExpNarrowMatchesF64)->Iterations(1)->Unit(benchmark::kSecond);
+
+void BM_FpExpNarrowCall(benchmark::State& state) {
+  double x = -3.0, acc = 0;
+  for (auto _ : state) {
+    acc += fp_exp_narrow(x);
+    x += 1e-6;
+    benchmark::DoNotOptimize(acc);
+  }
+}
+BENCHMARK(BM_FpExpNarrowCall);
+
 // The environment-selected f32 sweep (registered only when FLASHPROOF_EXP_F32_STRIDE is set).
 const bool kEnvSweepRegistered = [] {
   const char* env = std::getenv("FLASHPROOF_EXP_F32_STRIDE");

@@ -83,6 +83,10 @@ double fp_exp64(double x) {
   return fpc_exp64(x);
 }
 
+double fp_exp_narrow(double x) {
+  return fpc_exp_narrow(x);
+}
+
 // ---- operations ------------------------------------------------------------------------------------
 
 double fma_narrow(Prec p, double a, double b, double c) {

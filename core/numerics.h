@@ -99,6 +99,9 @@ double bf16_value(std::uint16_t bits);
 // CUDA code generators (which must not contract into FMA) reproduce it bit for bit. The algorithm
 // and its constants are spelled out in docs/semantics.md; its measured maximum error is < 0.52 ulp.
 double fp_exp64(double x);
+// exp for results rounded to f32, f16 or bf16: round_p(fp_exp_narrow(x)) == round_p(fp_exp64(x))
+// for every x (core/numerics_c.h says why), computed without fp_exp64's subnormal path.
+double fp_exp_narrow(double x);
 
 namespace exp64 {
 // The constants of fp_exp64, exposed so code generators print exactly these (as %a literals).

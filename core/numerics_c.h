@@ -302,12 +302,9 @@ FPC_FN fpc_i32 fpc_i32_abs(fpc_i32 a) {
 #define FPC_EXP64_OVERFLOW_ABOVE 710.0   /* exp(x) = +inf for x > this */
 #define FPC_EXP64_UNDERFLOW_BELOW -746.0 /* exp(x) = +0 for x < this */
 
-/* 2^(j/64) = T[j][0] + T[j][1]: the leading part RN(2^(j/64)) and the correctly rounded remainder
- * (computed with MPFR at 400 bits). */
-/* 2^(j/64) = T[2j] + T[2j+1]: the leading part RN(2^(j/64)) and the correctly rounded remainder
- * (computed with MPFR at 400 bits), as a flat list (a one-dimensional table vectorizes into
- * gathers; core/numerics.cpp initializes its [64][2] view from the same list). */
-/* One entry 2^(j/64) = hi + lo per line. */
+/* 2^(j/64) = T[2j] + T[2j+1], one entry per line: the leading part RN(2^(j/64)) and the correctly
+ * rounded remainder (computed with MPFR at 400 bits), as a flat list (a one-dimensional table
+ * vectorizes into gathers; core/numerics.cpp initializes its [64][2] view from the same list). */
 /* clang-format off */
 #define FPC_EXP64_TABLE_INIT \
   { \
@@ -381,17 +378,17 @@ FPC_FN fpc_i32 fpc_i32_abs(fpc_i32 a) {
 
 FPC_TABLE double fpc_exp64_table[128] = FPC_EXP64_TABLE_INIT;
 
-/* flashproof's deterministic binary64 exponential: the sequence of docs/semantics.md section 5.
- * Every path is computed (on a harmless argument when x is special) and the result selected at the
- * end: no operation on the selected path differs from the step-by-step definition. */
-FPC_FN double fpc_exp64(double x) {
-  const int special = !(x >= FPC_EXP64_UNDERFLOW_BELOW && x <= FPC_EXP64_OVERFLOW_ABOVE); /* or NaN */
-  const double xs = special ? 0.0 : x;
+/* The main path of fpc_exp64 for a non-special argument xs: exp(xs) ~ 2^m * y, y = thi + lo. */
+typedef struct {
+  double y, thi, lo;
+  int m;
+} fpc_exp64_main_t;
+FPC_FN fpc_exp64_main_t fpc_exp64_main(double xs) {
+  fpc_exp64_main_t out;
   /* x = n*ln2/64 + r with n = RN(x*64/ln2), |r| <= ln2/128 (slightly more from rounding n). */
   const double nd = (xs * FPC_EXP64_INV_LN2N + FPC_EXP64_SHIFTER) - FPC_EXP64_SHIFTER;
   const int n = (int)nd;
   const int j = n & 63;
-  const int m = (n - j) / 64;
   const double r1 = xs - nd * FPC_EXP64_LN2N_HI; /* exact: n*hi is exact and Sterbenz applies */
   const double r2 = -(nd * FPC_EXP64_LN2N_LO);
   const double r = r1 + r2;
@@ -401,11 +398,24 @@ FPC_FN double fpc_exp64(double x) {
       (FPC_EXP64_A1 + r * (FPC_EXP64_A2 + r * (FPC_EXP64_A3 + r * (FPC_EXP64_A4 + r * FPC_EXP64_A5))));
   const double p = r1 + (r2 + q);
   /* exp(x) = 2^m * 2^(j/64) * exp(r) ~ 2^m * (t_hi + (t_lo + s*p)). */
-  const double thi = fpc_exp64_table[2 * j];
+  out.m = (n - j) / 64;
+  out.thi = fpc_exp64_table[2 * j];
   const double tlo = fpc_exp64_table[2 * j + 1];
-  const double s = thi + tlo;
-  const double lo = tlo + s * p;
-  const double y = thi + lo;
+  const double s = out.thi + tlo;
+  out.lo = tlo + s * p;
+  out.y = out.thi + out.lo;
+  return out;
+}
+
+/* flashproof's deterministic binary64 exponential: the sequence of docs/semantics.md section 5.
+ * Every path is computed (on a harmless argument when x is special) and the result selected at the
+ * end: no operation on the selected path differs from the step-by-step definition. */
+FPC_FN double fpc_exp64(double x) {
+  const int special = !(x >= FPC_EXP64_UNDERFLOW_BELOW && x <= FPC_EXP64_OVERFLOW_ABOVE); /* or NaN */
+  const double xs = special ? 0.0 : x;
+  const fpc_exp64_main_t e64 = fpc_exp64_main(xs);
+  const int m = e64.m;
+  const double y = e64.y, thi = e64.thi, lo = e64.lo;
   /* Normal result: y * 2^m, exact unless it overflows (then +inf, the correctly rounded overflow
    * since y is already rounded to 53 bits); m in (1023, 1024] scales in two exact steps. The
    * second factor is 2^0 = 1 (exact) whenever m <= 1023. */
@@ -426,6 +436,26 @@ FPC_FN double fpc_exp64(double x) {
   /* A bit blend rather than `special ? edge : res`: the main path is then always used, so no
    * compiler sinks it (and its table loads) into a branch, which would keep loops from
    * vectorizing. */
+  const fpc_u64 pick_edge = (fpc_u64)0 - (fpc_u64)special;
+  return fpc_from_bits((fpc_bits_of(edge) & pick_edge) | (fpc_bits_of(res) & ~pick_edge));
+}
+
+/* exp for a result rounded to f32, f16 or bf16: the same double as fpc_exp64(x) for x in
+ * [FPC_EXP_NARROW_BELOW, FPC_EXP_NARROW_ABOVE] (there m is in [-151, 129], so fpc_exp64 takes its
+ * normal path with m2 = 0: the same operations), and +0 below, +inf above, where fpc_exp64's
+ * value rounds to +0 (exp(-104) < 2^-150, half the smallest f32 subnormal) or to +inf (exp(89) is
+ * above every narrow precision's overflow threshold) at each of those precisions. So
+ * round_p(fpc_exp_narrow(x)) == round_p(fpc_exp64(x)) for every double x and narrow p (tested at
+ * the thresholds and on all f16/bf16 values; every f32 input in bench/exp_ulp_bench). It skips
+ * the subnormal path and the two-step scaling: the hot exponential of narrow attention. */
+#define FPC_EXP_NARROW_ABOVE 89.0
+#define FPC_EXP_NARROW_BELOW -104.0
+FPC_FN double fpc_exp_narrow(double x) {
+  const int special = !(x >= FPC_EXP_NARROW_BELOW && x <= FPC_EXP_NARROW_ABOVE); /* or NaN */
+  const double xs = special ? 0.0 : x;
+  const fpc_exp64_main_t e64 = fpc_exp64_main(xs);
+  const double res = e64.y * fpc_pow2(e64.m);
+  const double edge = x != x ? x + x : (x > 0 ? fpc_from_bits(FPC_EXP_MASK) : 0.0);
   const fpc_u64 pick_edge = (fpc_u64)0 - (fpc_u64)special;
   return fpc_from_bits((fpc_bits_of(edge) & pick_edge) | (fpc_bits_of(res) & ~pick_edge));
 }

@@ -472,8 +472,15 @@ class CGenerator {
       case StmtKind::Set:
       case StmtKind::SetLocal:
       case StmtKind::Zero: {
-        open_lanes(true);
+        const std::vector<std::string> paired = paired_exps(s);
+        const std::string j = open_lanes(true);
+        if (!paired.empty()) {
+          const auto exps = exps_of(s);
+          for (std::size_t i = 0; i < exps.size(); ++i)
+            em_.substitute_expr(exps[i], fmt::format("{}[{}]", paired[i], j));
+        }
         em_.stmt(s);
+        em_.clear_expr_substitutions();
         close_lanes();
         return;
       }
@@ -527,6 +534,80 @@ class CGenerator {
         return;
       }
     }
+  }
+
+  // ---- paired exponentials --------------------------------------------------------------------
+  // The exps in a store's value (not inside another exp's argument), in evaluation order.
+  static std::vector<const Expr*> exps_of(const Stmt& s) {
+    std::vector<const Expr*> out;
+    std::function<void(const ExprP&)> walk = [&](const ExprP& e) {
+      if (e->kind == ExprKind::Unary && e->unop() == UnOp::Exp) {
+        out.push_back(e.get());
+        return;
+      }
+      for (const auto& a : e->args) walk(a);
+    };
+    if (s.value) walk(s.value);
+    return out;
+  }
+
+  // A lane store with exactly two exps of one precision, such as the online-softmax recurrence
+  // l' = l·exp(m - m') + exp(x - m'), where in every lane at least one argument is usually exactly
+  // zero (no new maximum: m = m'; a new maximum: x = m'): computes both arguments ahead, one
+  // vectorized exponential per lane of the first non-zero argument, and the other only in the
+  // lanes where both are non-zero (a scalar fix-up loop, taken only when a lane needs it). Exact:
+  // exp(±0) is 1 at every precision (the exp of core/numerics_c.h, rounded), and exps are pure.
+  // Returns the lane arrays holding the two values (empty: no pairing).
+  std::vector<std::string> paired_exps(const Stmt& s) {
+    if (s.kind != StmtKind::Set && s.kind != StmtKind::SetLocal) return {};
+    const std::vector<const Expr*> exps = exps_of(s);
+    if (exps.size() != 2 || exps[0]->prec != exps[1]->prec || exps[0]->prec == Prec::I32) return {};
+    const Prec p = exps[0]->prec;
+    const char* ct = codegen::ctype(p, Dialect::C);
+    auto exp_of = [&](const std::string& a) -> std::string {
+      if (p == Prec::F64) return "fpc_exp64(" + a + ")";
+      if (p == Prec::F32) return "(float)fpc_exp_narrow(" + a + ")";
+      return fmt::format("{}(fpc_exp_narrow({}))", p == Prec::F16 ? "fpc_round_f16" : "fpc_round_bf16", a);
+    };
+    const int w = lane_->width;
+    std::string arg[2], val[2];
+    for (int i = 0; i < 2; ++i) {
+      arg[i] = em_.fresh("ea");
+      val[i] = em_.fresh("ev");
+      em_.line(fmt::format("double {}[{}];", arg[i], w));
+      em_.line(fmt::format("{} {}[{}];", ct, val[i], w));
+    }
+    {
+      const std::string j = open_lanes(true);
+      for (int i = 0; i < 2; ++i) {
+        const Expr& e = *exps[static_cast<std::size_t>(i)];
+        const std::string a = em_.convert(em_.expr(e.args[0]), e.args[0]->prec, p);
+        em_.line(fmt::format("{}[{}] = (double)({});", arg[i], j, a));
+      }
+      close_lanes();
+    }
+    {
+      const std::string j = open_lanes(true);
+      em_.line(fmt::format("const int z = {}[{}] == 0.0;", arg[0], j));
+      em_.line(fmt::format("const {} e = {};", ct, exp_of(fmt::format("z ? {1}[{0}] : {2}[{0}]", j, arg[1], arg[0]))));
+      em_.line(fmt::format("{}[{}] = z ? ({})1 : e;", val[0], j, ct));
+      em_.line(fmt::format("{0}[{1}] = z ? e : ({2}[{1}] == 0.0 ? ({3})1 : ({3})0);", val[1], j, arg[1], ct));
+      close_lanes();
+    }
+    // The lanes where both arguments are non-zero (a NaN or an infinity in the row): the second
+    // exponential too. A plain reduction first, so the fix-up loop is not if-converted into a
+    // vector exp over every lane.
+    const std::string any = em_.fresh("eb"), q = em_.fresh("q");
+    em_.line(fmt::format("int {} = 0;", any));
+    em_.line(fmt::format("for (fpc_i64 {4} = 0; {4} < {0}; ++{4}) {1} |= ({2}[{4}] != 0.0) & ({3}[{4}] != 0.0);",
+                         lane_->nl, any, arg[0], arg[1], q));
+    em_.open(fmt::format("if ({})", any));
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", q, lane_->nl));
+    em_.line(fmt::format("if ({0}[{4}] != 0.0 && {1}[{4}] != 0.0) {2}[{4}] = {3};", arg[0], arg[1], val[1],
+                         exp_of(arg[1] + "[" + q + "]"), q));
+    em_.close();
+    em_.close();
+    return {val[0], val[1]};
   }
 
   // Emits chain[k..] with a parallel pragma collapsing chain[first .. first+count-1].
@@ -761,7 +842,7 @@ class CGenerator {
       for (auto& [v, c] : at.terms) c *= width;
       at.off *= width;
       at.terms[j] += 1;
-      for (const Expr* g : packed) em_.substitute_read(g, fmt::format("{}[{}]", tiles_.at(g), at.str()));
+      for (const Expr* g : packed) em_.substitute_expr(g, fmt::format("{}[{}]", tiles_.at(g), at.str()));
     }
     for (int k = 0; k < rows; ++k) {
       if (row) {
@@ -774,7 +855,7 @@ class CGenerator {
       em_.line(fmt::format("{} = {};", acc[static_cast<std::size_t>(k)], v));
       em_.unsubstitute(w.name);
     }
-    em_.clear_read_substitutions();
+    em_.clear_expr_substitutions();
     for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
       em_.pop_scope();
       em_.close();

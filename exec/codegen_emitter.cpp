@@ -354,7 +354,7 @@ std::string Emitter::replay(const Node& n, const std::vector<Index>& read) {
   std::map<std::string, std::string> saved_subst;
   saved_subst.swap(subst_);
   std::map<const Expr*, std::string> saved_read_subst;
-  saved_read_subst.swap(read_subst_);
+  saved_read_subst.swap(expr_subst_);
   std::string result;
   env_ = inner;
   if (def.kind == VirtualDef::Kind::Pointwise) {
@@ -387,17 +387,16 @@ std::string Emitter::replay(const Node& n, const std::vector<Index>& read) {
   env_ = std::move(saved);
   scopes_.swap(saved_scopes);
   subst_.swap(saved_subst);
-  read_subst_.swap(saved_read_subst);
+  expr_subst_.swap(saved_read_subst);
   return result;
 }
 
 std::string Emitter::expr(const ExprP& ep) {
   FP_INTERNAL_CHECK(ep != nullptr, "null expression");
   const Expr& e = *ep;
+  if (auto r = expr_subst_.find(&e); r != expr_subst_.end()) return r->second;
   switch (e.kind) {
     case ExprKind::Get: {
-      auto r = read_subst_.find(&e);
-      if (r != read_subst_.end()) return r->second;
       auto s = subst_.find(e.name);
       if (s != subst_.end()) return s->second;
       const Node& n = plan_.node(e.name);
@@ -449,8 +448,8 @@ std::string Emitter::unary(const Expr& e) {
     case UnOp::Exp:
       FP_INTERNAL_CHECK(p != Prec::I32, "exp.i32 (the checker rejects it)");
       if (p == Prec::F64) return "fpc_exp64(" + a + ")";
-      if (p == Prec::F32) return "(float)fpc_exp64((double)" + a + ")";
-      return round_narrow(p, "fpc_exp64(" + a + ")");
+      if (p == Prec::F32) return "(float)fpc_exp_narrow((double)" + a + ")";
+      return round_narrow(p, "fpc_exp_narrow(" + a + ")");
     case UnOp::Sqrt:
       FP_INTERNAL_CHECK(p != Prec::I32, "sqrt.i32 (the checker rejects it)");
       if (p == Prec::F64) return "sqrt(" + a + ")";

@@ -99,9 +99,10 @@ class Emitter {
   // The C variables the current symbol bindings use.
   std::set<std::string> bound_variables() const;
 
-  // One particular read (an Expr of the routine) replaced by a C rvalue (a packed copy).
-  void substitute_read(const Expr* read, std::string rvalue) { read_subst_[read] = std::move(rvalue); }
-  void clear_read_substitutions() { read_subst_.clear(); }
+  // One particular expression of the routine replaced by a C rvalue of its type: a read by a
+  // packed copy, an exp by its value computed ahead (c_codegen's paired exponentials).
+  void substitute_expr(const Expr* read, std::string rvalue) { expr_subst_[read] = std::move(rvalue); }
+  void clear_expr_substitutions() { expr_subst_.clear(); }
 
   // Expressions: returns C text of ctype(e->prec); replays of virtual reductions emit statements
   // at the current position first.
@@ -140,7 +141,7 @@ class Emitter {
   std::map<std::string, Aff> env_;
   std::vector<std::map<std::string, LocalVar>> scopes_;
   std::map<std::string, std::string> subst_;
-  std::map<const Expr*, std::string> read_subst_;
+  std::map<const Expr*, std::string> expr_subst_;
   struct Hoist {
     std::string j, count;
     int width = 16;

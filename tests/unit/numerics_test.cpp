@@ -509,5 +509,30 @@ TEST(NumericsExp, F32IsRoundedFromF64) {
   EXPECT_EQ(apply_unop(UnOp::Exp, Prec::F32, -104.0), 0.0);
 }
 
+// fp_exp_narrow (the narrow-result exp the interpreter and the generated code use) is fp_exp64
+// once rounded to f32, f16 or bf16: on every f16 and bf16 value, every f32 within 1 of the
+// thresholds where it stops computing (-104 and 89), random f32 bit patterns and random doubles.
+// (Every f32 input: bench/exp_ulp_bench BM_ExpNarrowMatchesF64.)
+TEST(NumericsExp, NarrowPathIsTheF64PathOnceRounded) {
+  auto check = [](double x) {
+    for (Prec p : {Prec::F32, Prec::F16, Prec::BF16})
+      ASSERT_TRUE(same(round_to(p, fp_exp_narrow(x)), round_to(p, fp_exp64(x))))
+          << prec_name(p) << " " << std::hexfloat << x;
+  };
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    check(f16_value(static_cast<std::uint16_t>(b)));
+    check(bf16_value(static_cast<std::uint16_t>(b)));
+  }
+  for (double edge : {-104.0, 89.0}) {
+    float lo = static_cast<float>(edge - 1), hi = static_cast<float>(edge + 1);
+    for (float x = lo; x <= hi; x = std::nextafter(x, INFINITY)) check(x);
+  }
+  std::mt19937_64 g(23);
+  for (int i = 0; i < 1'000'000; ++i) check(std::bit_cast<float>(static_cast<std::uint32_t>(g())));
+  std::uniform_real_distribution<double> d(-120.0, 100.0);
+  for (int i = 0; i < 1'000'000; ++i) check(d(g));
+  for (double x : {0.0, -0.0, kInf, -kInf, std::nan(""), -std::nan(""), 1e300, -1e300}) check(x);
+}
+
 }  // namespace
 }  // namespace fp
