@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "core/attention.h"
@@ -29,6 +30,7 @@
 #include "core/placement.h"
 #include "core/random_inputs.h"
 #include "core/text_parser.h"
+#include "exec/c_codegen.h"
 #include "exec/c_executor.h"
 #include "exec/executor.h"
 #include "exec/program_plan.h"
@@ -269,6 +271,55 @@ TEST(ExecC, LaneBandRecurrenceThroughMemoryReadsFreshValues) {
   }
 })");
   expect_bitwise({r}, {"recur"});
+}
+
+// Loop fission (exec/c_codegen.cpp fissioned_loop): a lane band's loop over t computing a local
+// and accumulating it into a store nest runs the locals for a chunk of t first, then the
+// accumulation with the cells in a small array — bitwise the same, at every precision, with
+// extents that are not multiples of the chunk or the lane width and NaN/inf inputs. Bodies where
+// the phases interact (phase A reads the accumulated node; phase B reads it at another cell) are
+// declined, and still agree.
+TEST(ExecC, FissionedAccumulationAgreesBitwiseAndDeclinesInteractingPhases) {
+  auto routine = [](const std::string& prec, const std::string& a_value, const std::string& b_read) {
+    return parse_checked(fmt::format(R"(routine acc {{
+  node x : {0}[20, 150] materialized input
+  node v : {0}[150, 7] materialized input
+  node y : {0}[20, 7] materialized output
+  zero y
+  for s in 0..19 {{
+    for t in 0..149 {{
+      local p : {0}
+      p := {1}
+      for e in 0..6 {{
+        y[s, e] = add.{0}({2}, mul.{0}(p, v[t, e]))
+      }}
+    }}
+  }}
+}})",
+                                     prec, a_value, b_read));
+  };
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const std::string prec : {"f32", "f16", "bf16", "f64"}) {
+    rs.push_back(routine(prec, fmt::format("exp.{0}(sub.{0}(x[s, t], 0.5:{0}))", prec), "y[s, e]"));
+    names.push_back(prec + " fissioned");
+  }
+  rs.push_back(routine("f32", "add.f32(x[s, t], y[s, 0])", "y[s, e]"));
+  names.push_back("phase A reads y");
+  rs.push_back(routine("f32", "x[s, t]", "y[s, 6 - e]"));
+  names.push_back("phase B reads another cell");
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const std::string c = generate_c(make_plan(rs[i], test_options().placement));
+    EXPECT_EQ(std::regex_search(c, std::regex(R"(\bacc[0-9]+\[)")), i < 4) << names[i];  // the cell array
+  }
+  expect_bitwise(rs, names);
+  // Special values reach the accumulation too.
+  auto progs = compile_c_batch({rs[0]}, test_options());
+  TensorMap in = random_inputs(rs[0], 5);
+  in.at("x").data[3] = NAN;
+  in.at("x").data[40] = INFINITY;
+  in.at("v").data[10] = -INFINITY;
+  EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
