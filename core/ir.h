@@ -92,6 +92,10 @@
 
 namespace fp {
 
+// The version of the SEMANTICS above: bumped whenever a rule changes meaning (docs/semantics.md).
+// Cached proofs are keyed by it (verify/proof_cache.h).
+inline constexpr const char* kSemanticsVersion = "1";
+
 // ---- precisions and memory modes -------------------------------------------------------------
 
 enum class Prec : std::uint8_t { F64, F32, F16, BF16, I32 };

@@ -42,6 +42,8 @@ struct Member {
   std::string gate;         // the config key that turns it on, e.g. "online_softmax"
   std::string description;  // one line
   std::vector<ShapeInfo> shapes;
+  // Bumped whenever what the member emits or claims changes: cached verdicts are keyed by it.
+  std::string version;
   std::function<bool(const Config&)> gate_on;
   std::function<MemberOutput(const Routine&, const MemberContext&)> apply;
 };

@@ -14,8 +14,7 @@
 
 namespace fp::verify {
 
-// Bumped whenever core/ir.h's SEMANTICS change meaning (docs/semantics.md).
-inline constexpr const char* kSemanticsVersion = "1";
+// (The semantics version is core/ir.h's kSemanticsVersion; each tier member has its own version.)
 // Bumped whenever the verify engine's encodings or checks change what a verdict means.
 inline constexpr const char* kEngineVersion = "1";
 

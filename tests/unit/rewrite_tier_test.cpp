@@ -58,6 +58,10 @@ Member once() {
   return m;
 }
 
+TEST(RewriteTier, EveryMemberHasAVersionForTheProofCache) {
+  for (const Member& m : tier_members()) EXPECT_FALSE(m.version.empty()) << m.id;
+}
+
 TEST(RewriteTier, GateOffIsTheIdentityAndSaysWhy) {
   Routine r = lit_routine("apply-basic.fp");
   RewriteResult res = run_tier(r, Config{}, {});
