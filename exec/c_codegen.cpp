@@ -826,7 +826,7 @@ class CGenerator {
     if (!lane) {
       // Every target loop has one iteration (or there are none): one cell at a time.
       for (const Stmt* l : outer) em_.open(em_.loop_header(*l));
-      scalar_cell(shape, w);
+      em_.reduce_cell_in_scalar(shape);
       for (std::size_t i = outer.size(); i-- > 0;) {
         em_.close();
         em_.unbind_sym(outer[i]->sym);
@@ -1037,27 +1037,6 @@ class CGenerator {
       stride *= n.dims[k];
     }
     return c;
-  }
-
-  // One cell (every target symbol bound): load, the reduced loops on a scalar, store.
-  void scalar_cell(const NestShape& shape, const Node& w) {
-    const Stmt& set = *shape.nest.set;
-    const std::string a = em_.fresh("a");
-    const Aff off = em_.offset(w, set.indices);
-    em_.line(fmt::format("{} {} = {};", codegen::ctype(w.prec, Dialect::C), a, em_.load(w, off)));
-    for (const Stmt* r : shape.reduced) {
-      em_.open(em_.loop_header(*r));
-      em_.push_scope();
-    }
-    em_.substitute(w.name, a);
-    em_.line(fmt::format("{} = {};", a, em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
-    em_.unsubstitute(w.name);
-    for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
-      em_.pop_scope();
-      em_.close();
-      em_.unbind_sym((*it)->sym);
-    }
-    em_.line(em_.store(w, off, a));
   }
 
   const ProgramPlan& plan_;

@@ -771,4 +771,25 @@ bool parallel_safe(const ProgramPlan& plan, const Stmt& loop) {
   return true;
 }
 
+void Emitter::reduce_cell_in_scalar(const NestShape& shape) {
+  const Stmt& set = *shape.nest.set;
+  const Node& w = plan_.node(set.name);
+  const std::string a = fresh("a");
+  const Aff off = offset(w, set.indices);
+  line(fmt::format("{} {} = {};", ctype(w.prec, dialect_), a, load(w, off)));
+  for (const Stmt* r : shape.reduced) {
+    open(loop_header(*r));
+    push_scope();
+  }
+  substitute(w.name, a);
+  line(fmt::format("{} = {};", a, convert(expr(set.value), set.value->prec, w.prec)));
+  unsubstitute(w.name);
+  for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+    pop_scope();
+    close();
+    unbind_sym((*it)->sym);
+  }
+  line(store(w, off, a));
+}
+
 }  // namespace fp::codegen

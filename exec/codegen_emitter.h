@@ -118,6 +118,9 @@ class Emitter {
   // "for (fpc_i64 v = from; v <= to; ++v)" header for loop `s` bound to a fresh variable; returns it.
   std::string loop_header(const Stmt& s);
   void zero_node(const Node& n);
+  // One cell of a reduction nest, every target symbol bound: the cell loaded into a scalar, the
+  // reduced loops accumulating into it in their order, the store.
+  void reduce_cell_in_scalar(const NestShape& shape);
 
   const ProgramPlan& plan() const { return plan_; }
   Dialect dialect() const { return dialect_; }

@@ -213,21 +213,7 @@ class CudaGenerator {
       em_.line(em_.store(w, off, em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
       return;
     }
-    const std::string a = em_.fresh("a");
-    em_.line(fmt::format("{} {} = {};", codegen::ctype(w.prec, Dialect::Cuda), a, em_.load(w, off)));
-    for (const Stmt* r : shape.reduced) {
-      em_.open(em_.loop_header(*r));
-      em_.push_scope();
-    }
-    em_.substitute(w.name, a);
-    em_.line(fmt::format("{} = {};", a, em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
-    em_.unsubstitute(w.name);
-    for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
-      em_.pop_scope();
-      em_.close();
-      em_.unbind_sym((*it)->sym);
-    }
-    em_.line(em_.store(w, off, a));
+    em_.reduce_cell_in_scalar(shape);
   }
 
   const ProgramPlan& plan_;

@@ -6,6 +6,7 @@
 // silently wrong value. docs/executors.md describes the mapping and the checks.
 
 #include "exec/cuda_executor.h"
+#include "exec/differential.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -394,17 +395,6 @@ std::int64_t first_poisoned(const NativeBuffer& b) {
       return -1;
   }
   return -1;
-}
-
-std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat) {
-  std::vector<std::int64_t> idx(dims.size());
-  for (std::size_t k = dims.size(); k-- > 0;) {
-    idx[k] = flat % dims[k];
-    flat /= dims[k];
-  }
-  std::string s = "[";
-  for (std::size_t k = 0; k < idx.size(); ++k) s += (k ? "," : "") + std::to_string(idx[k]);
-  return s + "]";
 }
 
 class CudaProgram final : public CompiledProgram {

@@ -13,6 +13,7 @@
 #include "core/access_census.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/downstream_bounds.h"
+#include "verify/report.h"
 
 namespace fp::cli {
 
@@ -65,29 +66,6 @@ std::string statement_of(const verify::DownstreamPlan& p, const verify::NodeChec
     if (b.node == c.node) return fmt::format("{}; here rho = {:.3g}", b.formula, b.value);
   return fmt::format("|{0}_tgt - {0}_src| <= REL·|{0}_src|, REL = {1:.3g} (certified normalizer bound)", c.node,
                      c.rel);
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += (static_cast<unsigned char>(c) < 32 && c != '\n' && c != '\t') ? '?' : c;
-    }
-  }
-  return out;
 }
 
 // "agree", "mismatch" (a bitwise or certified comparison fails) or "outside-stand-in".
@@ -258,20 +236,20 @@ std::string render_diff_report(const DiffReport& r, const std::string& format) {
     out += fmt::format("<testsuites name=\"flashproof diff\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
                        std::max<std::size_t>(r.outputs.size(), 1), failures, (unknown ? 1 : 0) + stand_in);
     out += fmt::format("  <testsuite name=\"{} {} vs {}{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       xml_escape(r.file), xml_escape(r.executor_a), xml_escape(r.executor_b),
+                       verify::xml_escape(r.file), verify::xml_escape(r.executor_a), verify::xml_escape(r.executor_b),
                        r.rewrite ? " (rewrite)" : "", std::max<std::size_t>(r.outputs.size(), 1), failures,
                        (unknown ? 1 : 0) + stand_in);
     if (unknown) {
       out += fmt::format("    <testcase name=\"{}\" classname=\"diff\"><error message=\"{}\"/></testcase>\n",
-                         xml_escape(r.file), xml_escape(r.message));
+                         verify::xml_escape(r.file), verify::xml_escape(r.message));
     }
     for (const auto& c : r.outputs) {
-      out += fmt::format("    <testcase name=\"{}\" classname=\"diff.{}\">", xml_escape(c.node),
+      out += fmt::format("    <testcase name=\"{}\" classname=\"diff.{}\">", verify::xml_escape(c.node),
                          comparison_basis_name(c.basis));
       if (!c.ok)
         out += fmt::format("<{} message=\"{} at {}: {} vs {}\"/>",
-                           c.basis == ComparisonBasis::StandIn ? "error" : "failure", xml_escape(c.first->why),
-                           xml_escape(c.first->cell), c.first->a, c.first->b);
+                           c.basis == ComparisonBasis::StandIn ? "error" : "failure", verify::xml_escape(c.first->why),
+                           verify::xml_escape(c.first->cell), c.first->a, c.first->b);
       out += "</testcase>\n";
     }
     out += "  </testsuite>\n</testsuites>\n";

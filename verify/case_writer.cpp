@@ -38,12 +38,15 @@ std::string sanitize_id(const std::string& id) {
 
 Counterexample write_case(const std::string& dir, const Routine& src, const Routine& tgt,
                           const TensorMap& inputs, const NodeCheck& check, const Mismatch& mismatch,
-                          const std::string& origin) {
+                          const std::string& origin, const std::vector<ExtentReduction>& extents) {
   namespace fs = std::filesystem;
   fs::path d = fs::absolute(dir);
   fs::create_directories(d);
   Routine s = with_outputs(src, {check.node}, false), t = with_outputs(tgt, {check.node}, false);
-  FileHeader h{origin + "  (counterexample case)", std::nullopt};
+  const std::string sizes =
+      extents.empty() ? ""
+                      : "sizes reduced: " + extents_text(extents) + " (extents substituted in both routines)";
+  FileHeader h{origin + "  (counterexample case" + (sizes.empty() ? "" : "; " + sizes) + ")", std::nullopt};
   write_file(d / "src.fp", print_routine_file(s, h));
   write_file(d / "tgt.fp", print_routine_file(t, h));
   for (const auto& [name, tensor] : inputs) write_npy((d / (name + ".npy")).string(), tensor);
@@ -66,9 +69,16 @@ Counterexample write_case(const std::string& dir, const Routine& src, const Rout
   for (const auto& [name, tensor] : inputs) inputs_list += " " + name + ".npy";
   write_file(
       d / "README.txt",
-      fmt::format("Counterexample from: {}\n\n{}\n\nFiles: src.fp tgt.fp{} replay.sh\nReplay:\n  {}\n{}",
-                  origin, mismatch.text(), inputs_list, replay, note));
-  return Counterexample{d.string(), replay, mismatch.text()};
+      fmt::format("Counterexample from: {}\n\n{}\n{}\nFiles: src.fp tgt.fp{} replay.sh\nReplay:\n  {}\n{}",
+                  origin, mismatch.text(),
+                  extents.empty()
+                      ? ""
+                      : "\nSizes: " + extents_text(extents) +
+                            " from the obligation's routines (extents substituted in both "
+                            "routines); the verdict was decided at the original sizes, and the pair "
+                            "still fails at these.\n",
+                  inputs_list, replay, note));
+  return Counterexample{d.string(), replay, mismatch.text(), extents};
 }
 
 }  // namespace fp::verify

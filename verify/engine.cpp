@@ -20,6 +20,7 @@
 #include "verify/normalizer_check.h"
 #include "verify/pair_check.h"
 #include "verify/proof_cache.h"
+#include "verify/size_reduction.h"
 #include "verify/smt/smt.h"
 #include "verify/symbolic/symexec.h"
 #include "verify/value_pass_lift.h"
@@ -32,17 +33,6 @@ const Member* find_member(const std::string& id) {
   for (const auto& m : tier_members())
     if (m.id == id) return &m;
   return nullptr;
-}
-
-// The routine the member received in that round.
-const Routine& round_input(const RewriteResult& res, const Routine& r, int round, const std::string& member) {
-  const Routine* current = &r;
-  for (const auto& s : res.rounds) {
-    if (s.round == round && s.member == member) return *current;
-    if (s.changed) current = &s.routine;
-  }
-  FP_INTERNAL_CHECK(false, "no snapshot of member {} in round {}", member, round);
-  return r;
 }
 
 // `src` with only `app`'s statements rewritten as in `all` (the round's target with every sibling
@@ -125,19 +115,80 @@ std::string dump_prefix(const Task& t, const EngineOptions& o) {
   return (std::filesystem::path(o.dump_smt_dir) / sanitize_id(t.id)).string();
 }
 
-// Minimizes and writes the counterexample of a refuted check.
+// Whether the case as written — the violated node as the one output, compared as its replay
+// compares (claim_checks of the written claim) — fails on `inputs`.
+bool case_replays(const Routine& src, const Routine& tgt, const NodeCheck& check, const TensorMap& inputs) {
+  const std::vector<std::string> node{check.node};
+  std::optional<double> rel;
+  if (check.kind != NodeCheck::Kind::Bitwise) rel = check.rel;
+  PairRunner replay(with_outputs(src, node, false), with_outputs(tgt, node, false), claim_checks(node, rel));
+  return replay.run(inputs).has_value();
+}
+
+const NodeCheck& violated_check(const std::vector<NodeCheck>& checks, const Mismatch& m) {
+  const NodeCheck* violated = &checks.front();
+  for (const auto& c : checks)
+    if (c.node == m.node) violated = &c;
+  return *violated;
+}
+
+// Shrinks the sizes of a refuted check's counterexample (verify/size_reduction.h), minimizes its
+// cells and values and writes it. The verdict itself was decided on the original pair; only the
+// case is smaller. A reduced case that does not replay as written (a bounded check the replay's
+// bounded:REL cannot express) falls back to the original sizes.
 void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run,
                  const Routine& tgt_run, const std::vector<NodeCheck>& checks, Found found) {
   PairRunner runner(src_run, tgt_run, checks);
-  Found small = minimize_counterexample(runner, std::move(found));
-  const NodeCheck* violated = &checks.front();
-  for (const auto& c : checks)
-    if (c.node == small.mismatch.node) violated = &c;
+  SizeReductionOptions so;
+  so.seed = o.limits.seed;
+  if (!o.reduce_case_sizes) so.budget = 0;
+  SizeReduction red = reduce_sizes(runner, found, {t.src, t.tgt}, so);
+  const Routine* case_src = &t.src;
+  const Routine* case_tgt = &t.tgt;
+  std::vector<ExtentReduction> extents;
+  std::optional<Found> small;
+  std::int64_t minimize_runs = 0;
+  const std::string effort =
+      fmt::format("{} candidate{}, {} rejected by the checker, {} interpreter runs", red.tried,
+                  red.tried == 1 ? "" : "s", red.rejected_by_checker, red.runs);
+  if (red.reduced()) {
+    PairRunner reduced(red.src, red.tgt, checks);
+    Found m = minimize_counterexample(reduced, red.found);
+    minimize_runs = reduced.runs();
+    if (case_replays(red.companions[0], red.companions[1], violated_check(checks, m.mismatch), m.inputs)) {
+      small = std::move(m);
+      case_src = &red.companions[0];
+      case_tgt = &red.companions[1];
+      extents = red.extents;
+      v.steps.push_back(fmt::format(
+          "counterexample sizes reduced: {} (extents substituted in both routines; the resized pair passes "
+          "the checker and still fails; {})",
+          red.text(), effort));
+    } else {
+      v.steps.push_back(fmt::format(
+          "counterexample sizes not reduced: the case reduced by {} does not fail its replay as written; the "
+          "case keeps the obligation's sizes ({})",
+          red.text(), effort));
+    }
+  } else if (red.tried > 0) {
+    v.steps.push_back(
+        fmt::format("counterexample sizes not reduced: no smaller extent keeps the failure ({})", effort));
+  }
+  if (!small) {
+    const std::int64_t before = runner.runs();
+    small = minimize_counterexample(runner, std::move(found));
+    minimize_runs = runner.runs() - before;
+  }
+  const NodeCheck& violated = violated_check(checks, small->mismatch);
   std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
-  v.counterexample = write_case(dir, t.src, t.tgt, small.inputs, *violated, small.mismatch, t.repro);
-  v.message = fmt::format("{} (minimized: {})", v.message, small.mismatch.text());
+  v.counterexample =
+      write_case(dir, *case_src, *case_tgt, small->inputs, violated, small->mismatch, t.repro, extents);
+  v.message = fmt::format("{} (minimized: {}{})", v.message, small->mismatch.text(),
+                          extents.empty() ? ""
+                                          : "; sizes reduced: " + extents_text(extents) +
+                                                " (extents substituted in both routines)");
   v.steps.push_back(
-      fmt::format("counterexample minimized ({} interpreter runs) and written to {}", runner.runs(), dir));
+      fmt::format("counterexample minimized ({} interpreter runs) and written to {}", minimize_runs, dir));
 }
 
 void from_pair_check(Verdict& v, PairCheck pc, const Task& t, const EngineOptions& o,
@@ -181,7 +232,7 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
   int k = 0;
   for (const Application& app : tt.result.applications) {
     ++k;
-    const Routine& src = round_input(tt.result, r, app.round, app.member);
+    const Routine& src = tt.result.round_input(r, app.round, app.member);
     auto key = std::make_pair(app.round, app.shape);
     if (!targets.count(key)) {
       const Member* m = find_member(app.member);
@@ -315,11 +366,13 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
 std::string cache_key(const Task& t, const Limits& limits) {
   std::string covers;
   for (const auto& c : t.obligation.covers) covers += c.node + ":" + c.cells + ";";
+  const Member* m = find_member(t.member);
+  const std::string member = m ? t.member + "@" + m->version : t.member;  // hand pairs: no member
   return sha256_hex(
       fmt::format("flashproof-verdict|engine {}|semantics {}|z3 {}|tool {}|member {}|shape {}|claim {}|kind "
                   "{}|rel {}|covers "
                   "{}|statements {}|limits {}\n--- src\n{}--- tgt\n{}",
-                  kEngineVersion, kSemanticsVersion, smt::solver_version(), FLASHPROOF_VERSION, t.member,
+                  kEngineVersion, kSemanticsVersion, smt::solver_version(), FLASHPROOF_VERSION, member,
                   t.shape, t.obligation.claim, obligation_kind_name(t.obligation.kind),
                   t.rel ? fmt::format("{:.17g}", *t.rel) : "-", covers, fmt::join(t.app.statements, ","),
                   to_json(limits).dump(), print_routine(t.src), print_routine(t.tgt)));

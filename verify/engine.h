@@ -14,7 +14,8 @@
 //   normalizer-sum (bounded)  recurrence + certificate + differential (normalizer_check.h)
 //   --claim exact             bitwise check of every output of the pair
 //   --claim bounded:REL       relative check (rel·|src|, NaN positions exact) of every output
-// A refuted verdict's counterexample is minimized and written as a runnable case directory.
+// A refuted verdict's counterexample is reduced in size (verify/size_reduction.h), minimized and
+// written as a runnable case directory; the verdict itself is decided at the obligation's sizes.
 
 #include <functional>
 #include <optional>
@@ -52,6 +53,9 @@ struct EngineOptions {
   std::string cache_dir;     // default: ProofCache::default_dir()
   std::string dump_smt_dir;  // write every solver query here (disables cache reads)
   std::string cex_dir = "flashproof-cex";
+  // Shrink a refuted verdict's case to smaller extents before minimizing its cells
+  // (verify/size_reduction.h); off writes it at the obligation's sizes.
+  bool reduce_case_sizes = true;
   int jobs = 1;
   ProgressSink* progress = nullptr;
 };

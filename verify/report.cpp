@@ -26,6 +26,30 @@ std::string short_scope(const Verdict& v) {
   return v.scope.all_sizes ? "all sizes" : "sizes as given";
 }
 
+
+std::string limits_text(const Limits& l) {
+  return fmt::format(
+      "rlimit {}, timeout {} s, max terms {}, search {} trials, reals n <= {} ({} s per query), MPFR {} rows "
+      "at {} "
+      "bits, seed {}",
+      l.rlimit, l.timeout_s, l.max_terms, l.search_trials, l.real_n, l.real_timeout_s, l.mpfr_rows,
+      l.mpfr_bits, l.seed);
+}
+
+json summary_json(const Summary& s) {
+  return {{"total", s.total},     {"exact", s.exact}, {"bounded", s.bounded}, {"refuted", s.refuted},
+          {"unknown", s.unknown}, {"error", s.error}, {"cached", s.cached}};
+}
+
+std::string summary_line(const Summary& s, double seconds) {
+  return fmt::format(
+      "summary: {} obligation{}: {} exact, {} bounded, {} refuted, {} unknown, {} error ({} cached) in "
+      "{:.2f} s",
+      s.total, s.total == 1 ? "" : "s", s.exact, s.bounded, s.refuted, s.unknown, s.error, s.cached, seconds);
+}
+
+}  // namespace
+
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -54,29 +78,6 @@ std::string xml_escape(const std::string& s) {
   }
   return out;
 }
-
-std::string limits_text(const Limits& l) {
-  return fmt::format(
-      "rlimit {}, timeout {} s, max terms {}, search {} trials, reals n <= {} ({} s per query), MPFR {} rows "
-      "at {} "
-      "bits, seed {}",
-      l.rlimit, l.timeout_s, l.max_terms, l.search_trials, l.real_n, l.real_timeout_s, l.mpfr_rows,
-      l.mpfr_bits, l.seed);
-}
-
-json summary_json(const Summary& s) {
-  return {{"total", s.total},     {"exact", s.exact}, {"bounded", s.bounded}, {"refuted", s.refuted},
-          {"unknown", s.unknown}, {"error", s.error}, {"cached", s.cached}};
-}
-
-std::string summary_line(const Summary& s, double seconds) {
-  return fmt::format(
-      "summary: {} obligation{}: {} exact, {} bounded, {} refuted, {} unknown, {} error ({} cached) in "
-      "{:.2f} s",
-      s.total, s.total == 1 ? "" : "s", s.exact, s.bounded, s.refuted, s.unknown, s.error, s.cached, seconds);
-}
-
-}  // namespace
 
 Summary summarize(const std::vector<Verdict>& verdicts) {
   Summary s;

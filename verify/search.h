@@ -10,7 +10,8 @@
 // Minimization (Alive2 prints only minimized counterexamples): greedily, per cell, the simplest
 // value that keeps the failure — 0, then 1, -1, 2, -2, 0.5, then the special values — so the
 // result has the fewest nonzero and special cells and the smallest values the search can find;
-// then the mismatch is re-derived.
+// then the mismatch is re-derived. The engine first shrinks the pair's extents
+// (verify/size_reduction.h) and minimizes the cells at the reduced size.
 
 #include <cstdint>
 #include <optional>

@@ -137,11 +137,15 @@ json to_json(const Verdict& v) {
   } else {
     j["bound"] = nullptr;
   }
-  if (v.counterexample)
+  if (v.counterexample) {
+    json extents = json::array();
+    for (const auto& e : v.counterexample->extents)
+      extents.push_back({{"original", e.original}, {"reduced", e.reduced}});
     j["counterexample"] = {{"dir", v.counterexample->dir},
                            {"replay", v.counterexample->replay},
-                           {"summary", v.counterexample->summary}};
-  else
+                           {"summary", v.counterexample->summary},
+                           {"extents", extents}};
+  } else
     j["counterexample"] = nullptr;
   return j;
 }
@@ -189,9 +193,18 @@ Verdict verdict_from_json(const json& j) {
   }
   if (!j.at("counterexample").is_null()) {
     const json& c = j.at("counterexample");
-    v.counterexample = Counterexample{c.at("dir"), c.at("replay"), c.at("summary")};
+    v.counterexample = Counterexample{c.at("dir"), c.at("replay"), c.at("summary"), {}};
+    if (c.contains("extents"))  // absent in entries written before size reduction
+      for (const auto& e : c.at("extents"))
+        v.counterexample->extents.push_back(ExtentReduction{e.at("original"), e.at("reduced")});
   }
   return v;
+}
+
+std::string extents_text(const std::vector<ExtentReduction>& extents) {
+  std::string s;
+  for (const auto& e : extents) s += fmt::format("{}{}→{}", s.empty() ? "" : ", ", e.original, e.reduced);
+  return s;
 }
 
 std::string verdict_headline(const Verdict& v) {

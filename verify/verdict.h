@@ -92,10 +92,24 @@ struct BoundInfo {
   std::vector<CertificatePart> parts;
 };
 
+// One extent the written case shrank (verify/size_reduction.h): the obligation's routines have
+// `original` where the case has `reduced`.
+struct ExtentReduction {
+  std::int64_t original = 0;
+  std::int64_t reduced = 0;
+  bool operator==(const ExtentReduction&) const = default;
+};
+
+// "64→2, 16→1"
+std::string extents_text(const std::vector<ExtentReduction>& extents);
+
 struct Counterexample {
   std::string dir;      // the written case (src.fp, tgt.fp, inputs as .npy, replay.sh)
   std::string replay;   // the one-line command that replays it
   std::string summary;  // the differing cell and values
+  // The extents substituted in both routines of the case, largest first; empty when the case has
+  // the obligation's own sizes.
+  std::vector<ExtentReduction> extents;
 };
 
 struct Verdict {

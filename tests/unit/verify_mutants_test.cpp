@@ -16,32 +16,15 @@
 #include "core/text_printer.h"
 #include "verify/engine.h"
 #include "verify/mutants.h"
+#include "verify_fixtures.h"
 
 namespace fp::verify {
 namespace {
 
-EngineOptions options(const std::string& tag) {
-  EngineOptions o;
-  o.use_cache = false;
-  o.limits.real_n = 1;
-  o.limits.mpfr_rows = 1000;
-  o.cex_dir = (std::filesystem::temp_directory_path() / ("flashproof-verify-mutants-" + tag)).string();
-  return o;
-}
+using testing::attention_tasks;
+using testing::tasks_of_shape;
 
-std::vector<Task> attention_tasks(Prec prec = Prec::F32) {
-  AttentionSpec s;
-  s.batch = 1;
-  s.heads = 1;
-  s.sq = 3;
-  s.sk = 3;
-  s.d = 2;
-  s.e = 2;
-  s.precision = prec;
-  Config cfg;
-  cfg.online_softmax = true;
-  return tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks;
-}
+EngineOptions options(const std::string& tag) { return testing::engine_options("mutants-" + tag); }
 
 // The worst verdict over the tasks of one pair, with the target replaced by the mutant.
 Verdict worst_verdict(const std::vector<Task>& pair, const Routine& mutant, const EngineOptions& o) {
@@ -86,18 +69,8 @@ void expect_all_refuted(const std::vector<Task>& pair, const std::vector<Mutant>
   std::printf("[ mutants ] %d of %zu refuted\n", refuted, mutants.size());
 }
 
-std::vector<Task> pair_of(const std::vector<Task>& tasks, const std::string& shape) {
-  std::vector<Task> out;
-  for (const auto& t : tasks)
-    if (t.shape == shape && t.app.statements == tasks[0].app.statements) out.push_back(t);
-  if (out.empty())
-    for (const auto& t : tasks)
-      if (t.shape == shape && (out.empty() || t.app.statements == out[0].app.statements)) out.push_back(t);
-  return out;
-}
-
 TEST(VerifyMutants, NormalizerScanMutantsAreRefuted) {
-  std::vector<Task> pair = pair_of(attention_tasks(), "online-softmax.normalizer-scan");
+  std::vector<Task> pair = tasks_of_shape(attention_tasks(3, 2), "online-softmax.normalizer-scan");
   ASSERT_EQ(pair.size(), 2u);  // normalizer-max (exact) and normalizer-sum (bounded)
   EngineOptions o = options("shape1");
   // The unmutated target verifies.
@@ -106,7 +79,7 @@ TEST(VerifyMutants, NormalizerScanMutantsAreRefuted) {
 }
 
 TEST(VerifyMutants, NormalizerScanMutantsAreRefutedAtF16) {
-  std::vector<Task> pair = pair_of(attention_tasks(Prec::F16), "online-softmax.normalizer-scan");
+  std::vector<Task> pair = tasks_of_shape(attention_tasks(3, 2, Prec::F16), "online-softmax.normalizer-scan");
   ASSERT_EQ(pair.size(), 2u);
   std::vector<Mutant> ms;
   for (auto& m : normalizer_scan_mutants(pair[0].tgt))
@@ -115,7 +88,7 @@ TEST(VerifyMutants, NormalizerScanMutantsAreRefutedAtF16) {
 }
 
 TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
-  std::vector<Task> pair = pair_of(attention_tasks(), "online-softmax.value-pass-hoist");
+  std::vector<Task> pair = tasks_of_shape(attention_tasks(3, 2), "online-softmax.value-pass-hoist");
   ASSERT_EQ(pair.size(), 1u);
   EngineOptions o = options("shape2");
   Verdict ok = discharge(pair[0], o);

@@ -46,7 +46,8 @@ Verdict sample(VerdictKind k, const std::string& id) {
     v.bound = b;
   }
   if (k == VerdictKind::Refuted)
-    v.counterexample = Counterexample{"/tmp/x", "flashproof verify --src ...", "o[0]: 1 vs 2"};
+    v.counterexample =
+        Counterexample{"/tmp/x", "flashproof verify --src ...", "o[0]: 1 vs 2", {{64, 2}, {16, 1}}};
   return v;
 }
 
@@ -57,6 +58,10 @@ TEST(VerifyReport, VerdictJsonRoundTrip) {
     Verdict back = verdict_from_json(nlohmann::json::parse(to_json(v).dump()));
     EXPECT_EQ(to_json(back), to_json(v));
   }
+  // A cache entry written before counterexamples recorded their extents still reads back.
+  nlohmann::json old = to_json(sample(VerdictKind::Refuted, "1.x"));
+  old["counterexample"].erase("extents");
+  EXPECT_TRUE(verdict_from_json(old).counterexample->extents.empty());
 }
 
 TEST(VerifyReport, ExitCodes) {

@@ -1,0 +1,264 @@
+#include "verify/size_reduction.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/checker.h"
+#include "core/diagnostic.h"
+#include "core/ir_visit.h"
+
+namespace fp::verify {
+
+namespace {
+
+// Per loop statement, the extents of the node axes its symbol indexes as ±sym + c.
+using Ties = std::map<const Stmt*, std::set<std::int64_t>>;
+
+void collect_ties(const Routine& r, const StmtP& s, std::vector<std::pair<std::string, const Stmt*>>& scope,
+                  Ties& ties) {
+  auto note = [&](const std::string& node, const std::vector<Index>& idx) {
+    const Node* n = r.find_node(node);
+    if (!n) return;
+    for (std::size_t a = 0; a < idx.size() && a < n->dims.size(); ++a) {
+      const Index& i = idx[a];
+      if (i.terms.size() != 1 || std::llabs(i.terms[0].coef) != 1) continue;
+      for (auto it = scope.rbegin(); it != scope.rend(); ++it)
+        if (it->first == i.terms[0].sym) {
+          ties[it->second].insert(n->dims[a]);
+          break;
+        }
+    }
+  };
+  if (s->kind == StmtKind::Set) note(s->name, s->indices);
+  // Own expressions first: a scan's carried inits are evaluated outside its scope.
+  for_each_own_expr(*s, [&](const ExprP& e) {
+    for_each_expr(e, [&](const Expr& x) {
+      if (x.kind == ExprKind::Get) note(x.name, x.indices);
+    });
+  });
+  const bool loop = s->kind == StmtKind::For || s->kind == StmtKind::Scan;
+  if (loop) {
+    ties[s.get()];  // a loop that indexes nothing still has an (empty) entry
+    scope.emplace_back(s->sym, s.get());
+  }
+  for (const auto& b : s->body) collect_ties(r, b, scope, ties);
+  if (loop) scope.pop_back();
+}
+
+class Resizer {
+ public:
+  Resizer(const Routine& r, std::int64_t V, std::int64_t v) : r_(r), V_(V), v_(v) {
+    std::vector<std::pair<std::string, const Stmt*>> scope;
+    collect_ties(r, r.body, scope, ties_);
+  }
+
+  StmtP stmt(const StmtP& s) const {
+    bool changed = false;
+    auto copy = std::make_shared<Stmt>(*s);
+    if (s->kind == StmtKind::Set) {
+      std::vector<Index> idx = indices(s->name, s->indices);
+      if (idx != s->indices) {
+        copy->indices = std::move(idx);
+        changed = true;
+      }
+    }
+    if (s->value) {
+      ExprP e = expr(s->value);
+      changed = changed || e != s->value;
+      copy->value = e;
+    }
+    for (auto& c : copy->carried) {
+      if (!c.init) continue;
+      ExprP e = expr(c.init);
+      changed = changed || e != c.init;
+      c.init = e;
+    }
+    for (auto& b : copy->body) {
+      StmtP nb = stmt(b);
+      changed = changed || nb != b;
+      b = nb;
+    }
+    if ((s->kind == StmtKind::For || s->kind == StmtKind::Scan) && tied(*s)) {
+      copy->from = bound(s->from);
+      copy->to = bound(s->to);
+      changed = changed || copy->from != s->from || copy->to != s->to;
+    }
+    return changed ? StmtP(copy) : s;
+  }
+
+ private:
+  // A bound (or index) counted from the end of an axis of extent V: in its last three cells and
+  // past its middle.
+  bool near_end(std::int64_t b) const { return b >= V_ - 3 && 2 * b > V_ - 1; }
+  std::int64_t bound(std::int64_t b) const { return near_end(b) ? b - (V_ - v_) : b; }
+
+  bool tied(const Stmt& s) const {
+    auto it = ties_.find(&s);
+    if (it != ties_.end() && !it->second.empty()) return it->second.count(V_) > 0;
+    return s.from == 0 && s.to == V_ - 1;
+  }
+
+  std::vector<Index> indices(const std::string& node, const std::vector<Index>& idx) const {
+    const Node* n = r_.find_node(node);
+    if (!n) return idx;
+    std::vector<Index> out = idx;
+    for (std::size_t a = 0; a < out.size() && a < n->dims.size(); ++a) {
+      if (n->dims[a] != V_) continue;
+      Index& i = out[a];
+      const bool fixed = i.terms.empty();
+      const bool reversed = i.terms.size() == 1 && i.terms[0].coef == -1;
+      if ((fixed || reversed) && near_end(i.offset)) i.offset -= V_ - v_;
+    }
+    return out;
+  }
+
+  ExprP expr(const ExprP& e) const {
+    if (!e) return e;
+    std::shared_ptr<Expr> copy;
+    if (e->kind == ExprKind::Get) {
+      std::vector<Index> idx = indices(e->name, e->indices);
+      if (idx != e->indices) {
+        copy = std::make_shared<Expr>(*e);
+        copy->indices = std::move(idx);
+      }
+    }
+    for (std::size_t k = 0; k < e->args.size(); ++k) {
+      ExprP a = expr(e->args[k]);
+      if (a == e->args[k]) continue;
+      if (!copy) copy = std::make_shared<Expr>(*e);
+      copy->args[k] = a;
+    }
+    return copy ? ExprP(copy) : e;
+  }
+
+  const Routine& r_;
+  std::int64_t V_, v_;
+  Ties ties_;
+};
+
+std::vector<std::int64_t> candidates(std::int64_t V) {
+  std::set<std::int64_t> c;
+  for (std::int64_t x :
+       {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{4}, V / 8, V / 4, V / 2})
+    if (x >= 1 && x < V) c.insert(x);
+  return {c.begin(), c.end()};
+}
+
+// The leading (or trailing) cells of `t` along every axis, to `dims`.
+Tensor crop(const Tensor& t, const std::vector<std::int64_t>& dims, bool leading) {
+  FP_INTERNAL_CHECK(dims.size() == t.dims.size(), "cropping a rank-{} tensor to rank {}", t.dims.size(),
+                    dims.size());
+  Tensor out = Tensor::zeros(t.prec, dims);
+  std::vector<std::int64_t> stride(dims.size(), 1);
+  for (std::size_t k = dims.size(); k-- > 1;) stride[k - 1] = stride[k] * t.dims[k];
+  for (std::int64_t flat = 0; flat < out.size(); ++flat) {
+    std::int64_t rem = flat, from = 0;
+    for (std::size_t k = dims.size(); k-- > 0;) {
+      FP_INTERNAL_CHECK(dims[k] <= t.dims[k], "cropping axis {} from {} up to {}", k, t.dims[k], dims[k]);
+      const std::int64_t i = rem % dims[k] + (leading ? 0 : t.dims[k] - dims[k]);
+      rem /= dims[k];
+      from += i * stride[k];
+    }
+    out.data[static_cast<std::size_t>(flat)] = t.data[static_cast<std::size_t>(from)];
+  }
+  return out;
+}
+
+TensorMap crop_inputs(const Routine& r, const TensorMap& inputs, bool leading) {
+  TensorMap out;
+  for (const Node* n : r.inputs()) out[n->name] = crop(inputs.at(n->name), n->dims, leading);
+  return out;
+}
+
+bool well_formed(const Routine& r) {
+  return check_routine(r).empty();
+}
+
+// Failing inputs for the resized pair: the old ones cropped, else a short search.
+std::optional<Found> still_fails(const PairRunner& small, const TensorMap& inputs, int trials,
+                                 std::uint64_t seed) {
+  TensorMap leading = crop_inputs(small.src(), inputs, true);
+  if (auto m = small.run(leading)) return Found{std::move(leading), *m, "cropped (leading cells)", 0};
+  TensorMap trailing = crop_inputs(small.src(), inputs, false);
+  bool same = true;
+  for (const auto& [name, t] : trailing) same = same && t.data == leading.at(name).data;
+  if (!same)
+    if (auto m = small.run(trailing)) return Found{std::move(trailing), *m, "cropped (trailing cells)", 0};
+  if (trials <= 0) return std::nullopt;
+  return search_counterexample(small, trials, seed);
+}
+
+}  // namespace
+
+Routine resize_routine(const Routine& r, std::int64_t V, std::int64_t v) {
+  FP_INTERNAL_CHECK(v >= 1 && V >= 1, "resizing extent {} to {}", V, v);
+  Routine out = r;
+  out.body = Resizer(r, V, v).stmt(r.body);
+  for (auto& n : out.nodes)
+    for (auto& d : n.dims)
+      if (d == V) d = v;
+  for (auto& [key, value] : out.attrs)
+    if (value == V) value = v;
+  return out;
+}
+
+std::string SizeReduction::text() const {
+  return extents_text(extents);
+}
+
+SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,
+                           const SizeReductionOptions& o) {
+  SizeReduction res;
+  res.src = runner.src();
+  res.tgt = runner.tgt();
+  res.companions = std::move(companions);
+  res.found = found;
+  auto extents_of = [&] {
+    std::set<std::int64_t, std::greater<>> e;
+    for (const Routine* r : {&res.src, &res.tgt})
+      for (const auto& n : r->nodes) e.insert(n.dims.begin(), n.dims.end());
+    return e;
+  };
+  std::map<std::int64_t, std::int64_t, std::greater<>> current;  // original extent → current
+  for (std::int64_t e : extents_of()) current[e] = e;
+  for (bool changed = true; changed && res.runs < o.budget;) {
+    changed = false;
+    for (std::int64_t V : extents_of()) {
+      for (std::int64_t v : candidates(V)) {
+        if (res.runs >= o.budget) break;
+        ++res.tried;
+        Routine s = resize_routine(res.src, V, v), t = resize_routine(res.tgt, V, v);
+        std::vector<Routine> comp;
+        for (const auto& c : res.companions) comp.push_back(resize_routine(c, V, v));
+        bool ok = well_formed(s) && well_formed(t);
+        for (const auto& c : comp) ok = ok && well_formed(c);
+        if (!ok) {
+          ++res.rejected_by_checker;
+          continue;
+        }
+        PairRunner small(std::move(s), std::move(t), runner.checks());
+        std::optional<Found> f =
+            still_fails(small, res.found.inputs, std::min(o.search_trials, o.budget - res.runs - 2), o.seed);
+        res.runs += static_cast<int>(small.runs());
+        if (!f) continue;
+        res.src = small.src();
+        res.tgt = small.tgt();
+        res.companions = std::move(comp);
+        res.found = std::move(*f);
+        for (auto& [orig, cur] : current)
+          if (cur == V) cur = v;
+        changed = true;
+        break;
+      }
+      if (res.runs >= o.budget) break;
+    }
+  }
+  for (const auto& [orig, cur] : current)
+    if (cur != orig) res.extents.push_back(ExtentReduction{orig, cur});
+  return res;
+}
+
+}  // namespace fp::verify

@@ -1,0 +1,72 @@
+#pragma once
+// Size reduction of a counterexample: shrinks the extents of a failing (source, target) pair so
+// that the written case is as small as the bug allows (the issue's "fewest cells, smallest sizes,
+// simplest values"; minimize_counterexample in verify/search.h then works on the cells).
+//
+// What a substitution V → v changes, in both routines alike (resize_routine):
+//   - every node dim equal to V;
+//   - every routine attr equal to V (seq_q, seq_k: they hold extents);
+//   - the bounds of every `for` and `scan` that ranges over an axis of extent V (its symbol is a
+//     node index ±sym + c on such an axis): a bound in the last three cells of the axis and past
+//     its middle is counted from the end (to = V-1 → v-1, to = V-2 → v-2; a backward scan's
+//     bounds alike); one near the start stays. A loop whose symbol indexes no node axis is
+//     resized only when it is 0..V-1;
+//   - on an axis of extent V, an index -sym + c or a fixed index c with c near the end as above
+//     (a reversed loop's read V-1-t, the last cell V-1).
+// Nothing else: constants (a mask length), embedded index values and indices near the start stay.
+// So the resized pair is not the rewrite applied to a smaller program; it is the same pair with
+// its extents substituted, and only the checker and a re-run say whether it still shows the bug.
+//
+// reduce_sizes keeps a substitution only when (1) both resized routines, and every companion
+// (e.g. the pair as the case writes it), pass the well-formedness checker (core/checker.h) — a
+// rejected candidate is counted, never run — and (2) the resized pair still fails its checks:
+// first on the failing inputs cropped to the new dims (the leading cells of each axis, then the
+// trailing ones), else on a short search_counterexample at the new size. Extents are tried
+// largest first, each with the candidates 1, 2, 3, 4, V/8, V/4, V/2 (smallest first, the first
+// that fails is kept), and the passes repeat until none shrinks or the budget of interpreter runs
+// is spent. Extents of different axes that are equal (or become equal) shrink together.
+//
+// Sound by construction: what it returns was run and fails (the unchanged pair and inputs when
+// nothing shrinks); only how small it gets is heuristic. The checks are the original ones: a
+// bound computed for the original sizes (n keys) is looser than the one for fewer keys, so a
+// violation of it at the reduced size is a violation of the tighter bound too.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "verify/search.h"
+#include "verify/verdict.h"
+
+namespace fp::verify {
+
+// `r` with the extent V replaced by v as described above (not checked: run check_routine).
+Routine resize_routine(const Routine& r, std::int64_t V, std::int64_t v);
+
+struct SizeReductionOptions {
+  int budget = 600;        // interpreter runs (pairs), crops and searches together
+  int search_trials = 40;  // search_counterexample trials per candidate whose crops pass
+  std::uint64_t seed = 1;  // the search's seed
+};
+
+struct SizeReduction {
+  Routine src, tgt;                 // the pair the runner ran, at the reduced sizes
+  std::vector<Routine> companions;  // the companions, resized alike (same order)
+  Found found;                      // inputs on which (src, tgt) fails, and the mismatch
+  // original extent → final extent, for each extent of the original routines that changed,
+  // largest first.
+  std::vector<ExtentReduction> extents;
+  int runs = 0;                 // interpreter runs spent
+  int rejected_by_checker = 0;  // candidates whose resized routines were not well formed
+  int tried = 0;                // candidates tried (each a substitution of one extent)
+
+  bool reduced() const { return !extents.empty(); }
+  // "64→2, 16→1"; empty when nothing shrank.
+  std::string text() const;
+};
+
+// Shrinks the extents of `runner`'s pair, which fails on `found.inputs`.
+SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,
+                           const SizeReductionOptions& options = {});
+
+}  // namespace fp::verify
