@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "core/interpreter_program.h"
 #include "core/numerics.h"
 
@@ -30,43 +31,14 @@ using interp::Term;
 
 // ---- input validation ------------------------------------------------------------------------
 
-std::string type_string(Prec p, const std::vector<std::int64_t>& dims) {
-  return fmt::format("{}[{}]", prec_name(p), fmt::join(dims, ","));
-}
-
-std::string cell_string(const std::vector<std::int64_t>& dims, std::int64_t flat) {
-  std::vector<std::int64_t> idx(dims.size());
-  for (std::size_t k = dims.size(); k-- > 0;) {
-    idx[k] = flat % dims[k];
-    flat /= dims[k];
-  }
-  return fmt::format("[{}]", fmt::join(idx, ","));
-}
-
 // Checks the tensor bound to input node `n` and copies it into `cells`. i32 cells are
 // canonicalised (-0 becomes 0); float cells are copied as they are.
 void bind_input(const Node& n, const TensorMap& inputs, const std::string& source,
                 std::vector<double>& cells) {
-  const auto it = inputs.find(n.name);
-  if (it == inputs.end())
-    throw UserError(kExitMissingInput, source, 0, 0,
-                    fmt::format("missing input '{}' (expected {})", n.name, type_string(n.prec, n.dims)));
-  const Tensor& t = it->second;
-  if (t.prec != n.prec || t.dims != n.dims)
-    throw_malformed(source, 0, 0,
-                    fmt::format("input '{}': expected {}, got {}", n.name, type_string(n.prec, n.dims),
-                                type_string(t.prec, t.dims)));
-  if (t.size() != n.cell_count())
-    throw_malformed(source, 0, 0,
-                    fmt::format("input '{}': {} holds {} cells, got {} values", n.name,
-                                type_string(n.prec, n.dims), n.cell_count(), t.size()));
+  const Tensor& t = validated_input(n, inputs, source);
   cells.resize(t.data.size());
   for (std::size_t i = 0; i < t.data.size(); ++i) {
     const double v = t.data[i];
-    if (!representable(n.prec, v))
-      throw_malformed(source, 0, 0,
-                      fmt::format("input '{}': cell {} holds {}, which is not a {} value", n.name,
-                                  cell_string(n.dims, static_cast<std::int64_t>(i)), v, prec_name(n.prec)));
     cells[i] = n.prec == Prec::I32 ? v + 0.0 : v;
   }
 }

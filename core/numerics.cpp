@@ -5,6 +5,7 @@
 #include "core/numerics.h"
 
 #include <cstdint>
+#include <limits>
 
 #include "core/diagnostic.h"
 
@@ -70,6 +71,38 @@ std::uint16_t bf16_bits(double x) {
 }
 double bf16_value(std::uint16_t bits) {
   return fpc_bf16_value(bits);
+}
+
+double max_finite(Prec p) {
+  switch (p) {
+    case Prec::F64:
+      return std::numeric_limits<double>::max();
+    case Prec::F32:
+      return std::numeric_limits<float>::max();
+    case Prec::F16:
+      return 65504.0;
+    case Prec::BF16:
+      return 0x1.fep127;
+    case Prec::I32:
+      return 2147483647.0;
+  }
+  return 0;
+}
+
+double min_positive(Prec p) {
+  switch (p) {
+    case Prec::F64:
+      return std::numeric_limits<double>::denorm_min();
+    case Prec::F32:
+      return std::numeric_limits<float>::denorm_min();
+    case Prec::F16:
+      return 0x1p-24;
+    case Prec::BF16:
+      return 0x1p-133;
+    case Prec::I32:
+      return 1;
+  }
+  return 0;
 }
 
 // ---- exp ----------------------------------------------------------------------------------------

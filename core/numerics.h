@@ -42,6 +42,11 @@ inline double round_binary(double x) {
 
 }  // namespace detail
 
+// The largest finite value of p (i32: 2^31 - 1) and the smallest positive one (the smallest
+// subnormal; i32: 1).
+double max_finite(Prec p);
+double min_positive(Prec p);
+
 // The bodies live in core/numerics_c.h (plain C, shared verbatim with the generated C and CUDA
 // code); these wrappers are the C++ API.
 inline double round_f32(double x) {

@@ -14,7 +14,7 @@
 #include "core/numerics.h"
 #include "exec/c_codegen.h"
 #include "exec/executor.h"
-#include "exec/input_binding.h"
+#include "core/input_validation.h"
 #include "exec/jit.h"
 #include "exec/native_buffers.h"
 #include "exec/program_plan.h"

@@ -5,8 +5,8 @@
 // pattern) before the run and checked after it, so a cell no kernel wrote is an error, not a
 // silently wrong value. docs/executors.md describes the mapping and the checks.
 
+#include "core/sha256.h"
 #include "exec/cuda_executor.h"
-#include "exec/differential.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -21,7 +21,7 @@
 
 #include "core/diagnostic.h"
 #include "exec/cuda_codegen.h"
-#include "exec/input_binding.h"
+#include "core/input_validation.h"
 #include "exec/jit.h"
 #include "exec/native_buffers.h"
 #include "exec/program_plan.h"

@@ -9,17 +9,6 @@
 
 namespace fp {
 
-std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat) {
-  std::vector<std::int64_t> idx(dims.size());
-  for (std::size_t k = dims.size(); k-- > 0;) {
-    idx[k] = flat % dims[k];
-    flat /= dims[k];
-  }
-  std::string s = "[";
-  for (std::size_t k = 0; k < idx.size(); ++k) s += (k ? "," : "") + std::to_string(idx[k]);
-  return s + "]";
-}
-
 const char* comparison_basis_name(ComparisonBasis b) {
   switch (b) {
     case ComparisonBasis::Bitwise:

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_validation.h"
 #include "core/interpreter.h"
 
 namespace fp {
@@ -39,9 +40,6 @@ struct OutputComparison {
   double worst = 0;                   // see ComparisonBasis; bitwise: 0 or 1
   std::optional<CellMismatch> first;  // the first mismatching cell in C order
 };
-
-// "[0,2,1,3]": the index of flat cell `flat` of a C-order tensor with `dims`.
-std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat);
 
 // `bound` < 0 compares bitwise, else with the stand-in relative form.
 OutputComparison compare_output(const std::string& node, const Tensor& a, const Tensor& b, double bound);

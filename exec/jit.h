@@ -61,9 +61,6 @@ JitResult jit_compile_c(const std::string& source, const JitOptions& opts);
 // -1 when it could not be started.
 int run_program(const std::vector<std::string>& argv, std::string& output);
 
-// Hex SHA-256 of `data` (FIPS 180-4).
-std::string sha256_hex(const std::string& data);
-
 // Splits flags on whitespace (no quoting: flags never need it here).
 std::vector<std::string> split_flags(const std::string& flags);
 

@@ -14,6 +14,7 @@
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
 #include "core/random_inputs.h"
+#include "rewrites/online_softmax/normalizer_scan.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/downstream_bounds.h"
 #include "verify/loop_nest.h"
@@ -42,11 +43,6 @@ void for_box(const std::vector<Loop>& loops, std::map<std::string, std::int64_t>
     env[loops[k].sym] = i;
     for_box(loops, env, k + 1, f);
   }
-}
-
-double lowest_finite_of(Prec state) {
-  return state == Prec::F64 ? -std::numeric_limits<double>::max()
-                            : -static_cast<double>(std::numeric_limits<float>::max());
 }
 
 // The anchor `m[mi] = max(m[mi], x[xi])` under its loops.
@@ -307,7 +303,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     SymMemory ms = symexec(src, store, so);
     SymMemory mt = symexec(tgt, store);
     const Prec p = bt.storage, q = bt.state;
-    const double low = lowest_finite_of(q);
+    const double low = osm::lowest_finite(q);
     // Canonical terms per row.
     std::unordered_map<TermP, std::vector<TermP>> composed_to_scan;
     std::map<std::string, std::int64_t> env;

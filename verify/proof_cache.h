@@ -12,13 +12,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/sha256.h"
+
 namespace fp::verify {
 
 // (The semantics version is core/ir.h's kSemanticsVersion; each tier member has its own version.)
 // Bumped whenever the verify engine's encodings or checks change what a verdict means.
 inline constexpr const char* kEngineVersion = "1";
-
-std::string sha256_hex(std::string_view data);
 
 class ProofCache {
  public:

@@ -12,43 +12,11 @@ namespace fp::verify {
 
 namespace {
 
-double max_finite(Prec p) {
-  switch (p) {
-    case Prec::F64:
-      return std::numeric_limits<double>::max();
-    case Prec::F32:
-      return std::numeric_limits<float>::max();
-    case Prec::F16:
-      return 65504.0;
-    case Prec::BF16:
-      return 0x1.fep127;
-    case Prec::I32:
-      return 2147483647.0;
-  }
-  return 0;
-}
-
-double min_subnormal(Prec p) {
-  switch (p) {
-    case Prec::F64:
-      return std::numeric_limits<double>::denorm_min();
-    case Prec::F32:
-      return std::numeric_limits<float>::denorm_min();
-    case Prec::F16:
-      return std::ldexp(1.0, -24);
-    case Prec::BF16:
-      return std::ldexp(1.0, -133);
-    case Prec::I32:
-      return 1;
-  }
-  return 0;
-}
-
 std::vector<double> specials(Prec p) {
   if (p == Prec::I32) return {2147483647.0, -2147483648.0, 0, -1, 1, 8, -8};
   const double mx = max_finite(p);
   return {INFINITY, -INFINITY,        NAN, mx, -mx, 1e30, -1e30, 0.0,
-          -0.0,     min_subnormal(p), 1,   -1, 1e4, -1e4, 88.75, -104.0};
+          -0.0,     min_positive(p), 1,   -1, 1e4, -1e4, 88.75, -104.0};
 }
 
 enum Family { kRandom, kScaled, kSpecialCell, kSlice, kTies, kInts, kSparse, kSigned, kCancel, kFamilies };

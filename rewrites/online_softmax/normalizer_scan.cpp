@@ -8,14 +8,14 @@
 #include <optional>
 #include <variant>
 
+#include "core/numerics.h"
 #include "core/text_printer.h"
 #include "rewrites/online_softmax/axis_roles.h"
 
 namespace fp::osm {
 
 double lowest_finite(Prec state) {
-  return state == Prec::F64 ? -std::numeric_limits<double>::max()
-                            : static_cast<double>(-std::numeric_limits<float>::max());
+  return -max_finite(state == Prec::F64 ? Prec::F64 : Prec::F32);
 }
 
 namespace {

@@ -20,38 +20,6 @@ namespace fp::verify {
 
 namespace {
 
-double max_finite(Prec p) {
-  switch (p) {
-    case Prec::F64:
-      return std::numeric_limits<double>::max();
-    case Prec::F32:
-      return std::numeric_limits<float>::max();
-    case Prec::F16:
-      return 65504.0;
-    case Prec::BF16:
-      return 0x1.fep127;
-    case Prec::I32:
-      break;
-  }
-  return 0;
-}
-
-double min_subnormal(Prec p) {
-  switch (p) {
-    case Prec::F64:
-      return std::numeric_limits<double>::denorm_min();
-    case Prec::F32:
-      return std::numeric_limits<float>::denorm_min();
-    case Prec::F16:
-      return std::ldexp(1.0, -24);
-    case Prec::BF16:
-      return std::ldexp(1.0, -133);
-    case Prec::I32:
-      break;
-  }
-  return 0;
-}
-
 // Frees MPFR's caches of this thread on scope exit.
 struct Mpfr {
   mpfr_t v;
@@ -75,7 +43,7 @@ struct Row {
 };
 
 std::vector<double> make_row(int family, std::int64_t n, Prec p, SplitMix64& rng) {
-  const double mx = max_finite(p), tiny = min_subnormal(p);
+  const double mx = max_finite(p), tiny = min_positive(p);
   auto uni = [&](double lo, double hi) { return lo + (hi - lo) * rng.unit(); };
   std::vector<double> x(static_cast<std::size_t>(n));
   const std::string f = kFamilies[family];

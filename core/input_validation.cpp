@@ -1,7 +1,6 @@
-// Input validation of the compiled executors: the interpreter's rules and wording
-// (core/interpreter.cpp bind_input), checked against it by exec_executor_test.
+// Input validation (core/input_validation.h).
 
-#include "exec/input_binding.h"
+#include "core/input_validation.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,9 +10,7 @@
 
 namespace fp {
 
-namespace {
-
-std::string cell_string(const std::vector<std::int64_t>& dims, std::int64_t flat) {
+std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat) {
   std::vector<std::int64_t> idx(dims.size());
   for (std::size_t k = dims.size(); k-- > 0;) {
     idx[k] = flat % dims[k];
@@ -21,8 +18,6 @@ std::string cell_string(const std::vector<std::int64_t>& dims, std::int64_t flat
   }
   return fmt::format("[{}]", fmt::join(idx, ","));
 }
-
-}  // namespace
 
 std::string tensor_type_string(Prec p, const std::vector<std::int64_t>& dims) {
   return fmt::format("{}[{}]", prec_name(p), fmt::join(dims, ","));
@@ -48,7 +43,7 @@ const Tensor& validated_input(const Node& n, const TensorMap& inputs, const std:
     if (!representable(n.prec, v))
       throw_malformed(source, 0, 0,
                       fmt::format("input '{}': cell {} holds {}, which is not a {} value", n.name,
-                                  cell_string(n.dims, static_cast<std::int64_t>(i)), v, prec_name(n.prec)));
+                                  cell_text(n.dims, static_cast<std::int64_t>(i)), v, prec_name(n.prec)));
   }
   return t;
 }

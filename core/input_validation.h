@@ -1,0 +1,27 @@
+#pragma once
+// Input validation, one definition for every executor (docs/semantics.md §9): the interpreter
+// binds its inputs with it and so do the compiled executors, so every executor rejects bad input
+// with the same message: a missing input is UserError 66 naming it and its expected type; a tensor
+// of the wrong precision or dims, the wrong number of values, or a value not representable at the
+// node's precision is 65 naming the input (and the cell).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/interpreter.h"
+#include "core/ir.h"
+
+namespace fp {
+
+// "f32[2,4,1,8]"
+std::string tensor_type_string(Prec p, const std::vector<std::int64_t>& dims);
+
+// "[0,2,1,3]": the index of flat cell `flat` of a C-order tensor with `dims`.
+std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat);
+
+// Checks the tensor bound to input node `n` and returns it; throws UserError as described above.
+// `source` names the routine's file in the message.
+const Tensor& validated_input(const Node& n, const TensorMap& inputs, const std::string& source);
+
+}  // namespace fp
