@@ -174,18 +174,7 @@ class CGenerator {
   }
 
   void body(const Stmt& seq) {
-    for (const auto& s : seq.body) {
-      if (!s) continue;
-      if (s->kind == StmtKind::Seq) {
-        em_.open("");
-        em_.push_scope();
-        body(*s);
-        em_.pop_scope();
-        em_.close();
-        continue;
-      }
-      position(*s);
-    }
+    em_.walk_blocks(seq, [&](const Stmt& s) { position(s); });
   }
 
   void position(const Stmt& s) {

@@ -792,4 +792,19 @@ void Emitter::reduce_cell_in_scalar(const NestShape& shape) {
   line(store(w, off, a));
 }
 
+void Emitter::walk_blocks(const Stmt& seq, const std::function<void(const Stmt&)>& each) {
+  for (const auto& s : seq.body) {
+    if (!s) continue;
+    if (s->kind != StmtKind::Seq) {
+      each(*s);
+      continue;
+    }
+    open("");
+    push_scope();
+    walk_blocks(*s, each);
+    pop_scope();
+    close();
+  }
+}
+
 }  // namespace fp::codegen

@@ -121,6 +121,9 @@ class Emitter {
   // One cell of a reduction nest, every target symbol bound: the cell loaded into a scalar, the
   // reduced loops accumulating into it in their order, the store.
   void reduce_cell_in_scalar(const NestShape& shape);
+  // Calls `each` on every statement of `seq` that is not a Seq, a nested Seq becoming a C block
+  // (and a scope) of its own.
+  void walk_blocks(const Stmt& seq, const std::function<void(const Stmt&)>& each);
 
   const ProgramPlan& plan() const { return plan_; }
   Dialect dialect() const { return dialect_; }

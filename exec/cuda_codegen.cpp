@@ -120,19 +120,10 @@ class CudaGenerator {
 
   // The routine body, statements that only define virtual nodes skipped (one thread).
   void body(const Stmt& seq) {
-    for (const auto& s : seq.body) {
-      if (!s) continue;
-      if (s->kind == StmtKind::Seq) {
-        em_.open("");
-        em_.push_scope();
-        body(*s);
-        em_.pop_scope();
-        em_.close();
-        continue;
-      }
-      const int p = plan_.position_of(s.get());
-      if (p >= 0 && !plan_.replayed[static_cast<std::size_t>(p)]) em_.stmt(*s);
-    }
+    em_.walk_blocks(seq, [&](const Stmt& s) {
+      const int p = plan_.position_of(&s);
+      if (p >= 0 && !plan_.replayed[static_cast<std::size_t>(p)]) em_.stmt(s);
+    });
   }
 
   void position(int p) {

@@ -269,14 +269,7 @@ void setup_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Input seed")->capture_default_str();
   add_config_options(*sub, o->config);
-  sub->callback([o] {
-    try {
-      bench_attention(*o);
-    } catch (const ExecError& e) {
-      std::fprintf(stderr, "flashproof bench: %s\n", e.what());
-      set_exit_code(kExitInternal);
-    }
-  });
+  sub->callback([o] { run_reporting_executor_failures("bench", [&] { bench_attention(*o); }); });
 }
 
 }  // namespace

@@ -49,28 +49,6 @@ struct DiffOptions {
   ConfigOptions config;
 };
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-TensorMap load_inputs(const Routine& r, const DiffOptions& o, std::uint64_t seed) {
-  TensorMap in = random_inputs(r, seed);
-  for (const auto& spec : o.inputs) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UserError(kExitUsage, "", 0, 0, fmt::format("--input expects NAME=PATH.npy, found '{}'", spec));
-    const std::string name = spec.substr(0, eq);
-    const Node* n = r.find_node(name);
-    if (!n || !n->is_input)
-      throw UserError(kExitUsage, "", 0, 0,
-                      fmt::format("--input {}: the routine has no input named '{}'", spec, name));
-    in[name] = read_npy(spec.substr(eq + 1));
-  }
-  return in;
-}
-
 std::string fresh_case_dir(const std::string& requested) {
   namespace fs = std::filesystem;
   if (!requested.empty()) return requested;
@@ -124,7 +102,7 @@ void run_diff(const DiffOptions& o) {
     rep.notes = plan->notes;
   }
   const std::uint64_t seed = o.seed.value_or(1);
-  const TensorMap in = load_inputs(original, o, seed);
+  const TensorMap in = load_inputs(original, o.inputs, seed);
   rep.inputs = o.inputs.empty() ? fmt::format("seed {}", seed)
                                 : fmt::format("seed {} with {} from files", seed, o.inputs.size());
 
@@ -239,14 +217,7 @@ void setup_diff(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
   add_config_options(*sub, o->config);
-  sub->callback([o] {
-    try {
-      run_diff(*o);
-    } catch (const ExecError& e) {
-      std::fprintf(stderr, "flashproof diff: %s\n", e.what());
-      set_exit_code(kExitInternal);
-    }
-  });
+  sub->callback([o] { run_reporting_executor_failures("diff", [&] { run_diff(*o); }); });
 }
 
 }  // namespace

@@ -36,23 +36,6 @@ struct RunOptions {
   ConfigOptions config;
 };
 
-TensorMap load_inputs(const Routine& r, const RunOptions& o) {
-  TensorMap in;
-  if (o.seed) in = random_inputs(r, *o.seed);
-  for (const auto& spec : o.inputs) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UserError(kExitUsage, "", 0, 0, fmt::format("--input expects NAME=PATH.npy, found '{}'", spec));
-    std::string name = spec.substr(0, eq);
-    const Node* n = r.find_node(name);
-    if (!n || !n->is_input)
-      throw UserError(kExitUsage, "", 0, 0,
-                      fmt::format("--input {}: the routine has no input named '{}'", spec, name));
-    in[name] = read_npy(spec.substr(eq + 1));
-  }
-  return in;
-}
-
 void write_tensors(const std::string& dir, const TensorMap& tensors) {
   for (const auto& [name, t] : tensors) write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), t);
 }
@@ -64,7 +47,7 @@ void run(const RunOptions& o) {
   std::optional<RewriteResult> rewritten = run_tier_checked(load_checked_routine(o.file), cfg, {});
   if (!rewritten) return;
   const Routine& r = rewritten->routine;
-  TensorMap in = load_inputs(r, o);
+  TensorMap in = load_inputs(r, o.inputs, o.seed);
   ExecOptions eo;
   eo.source_name = o.file;
   eo.threads = o.threads;
@@ -101,14 +84,7 @@ void setup_run(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
   add_config_options(*sub, o->config);
-  sub->callback([o] {
-    try {
-      run(*o);
-    } catch (const ExecError& e) {
-      std::fprintf(stderr, "flashproof run: %s\n", e.what());
-      set_exit_code(kExitInternal);
-    }
-  });
+  sub->callback([o] { run_reporting_executor_failures("run", [&] { run(*o); }); });
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "tools/command.h"
 
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <string_view>
+
+#include "core/diagnostic.h"
+#include "exec/executor.h"
 
 namespace fp::cli {
 
@@ -14,7 +18,8 @@ std::map<std::string, CommandSetup>& registry() {
 int g_exit_code = 0;
 std::string g_command_line;
 
-// Quotes an argument for a POSIX shell when it holds anything beyond a safe set.
+}  // namespace
+
 std::string shell_quote(const std::string& a) {
   bool safe = !a.empty();
   for (char c : a)
@@ -25,7 +30,6 @@ std::string shell_quote(const std::string& a) {
   for (char c : a) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
-}  // namespace
 
 bool register_command(const char* name, CommandSetup setup) {
   registry()[name] = setup;
@@ -43,6 +47,15 @@ const std::string& command_line() { return g_command_line; }
 void set_command_line(int argc, char** argv) {
   g_command_line = "flashproof";
   for (int i = 1; i < argc; ++i) g_command_line += " " + shell_quote(argv[i]);
+}
+
+void run_reporting_executor_failures(const char* name, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const ExecError& e) {
+    std::fprintf(stderr, "flashproof %s: %s\n", name, e.what());
+    set_exit_code(kExitInternal);
+  }
 }
 
 }  // namespace fp::cli

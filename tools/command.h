@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 
 namespace fp::cli {
@@ -19,6 +20,14 @@ void add_registered_commands(CLI::App& app);
 
 void set_exit_code(int code);
 int exit_code();
+
+// Runs a callback's body: an executor failure (fp::ExecError) is printed as
+// "flashproof NAME: message" and the exit code becomes 70.
+void run_reporting_executor_failures(const char* name, const std::function<void()>& body);
+
+// `a` as one word for a POSIX shell: unchanged when it holds only [A-Za-z0-9-_./=:,+%@],
+// single-quoted otherwise.
+std::string shell_quote(const std::string& a);
 
 // The command line as typed, for the header comment of every file the tool writes.
 const std::string& command_line();

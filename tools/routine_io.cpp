@@ -1,11 +1,15 @@
 #include "tools/routine_io.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
 #include "core/checker.h"
+#include "core/npy.h"
+#include "core/random_inputs.h"
 #include "core/diagnostic.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
@@ -39,6 +43,24 @@ void write_text_output(const std::string& path, const std::string& text) {
 
 std::string routine_file_text(const Routine& r, std::optional<std::uint64_t> seed) {
   return print_routine_file(r, FileHeader{command_line(), seed});
+}
+
+TensorMap load_inputs(const Routine& r, const std::vector<std::string>& specs,
+                      std::optional<std::uint64_t> seed) {
+  TensorMap in;
+  if (seed) in = random_inputs(r, *seed);
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UserError(kExitUsage, "", 0, 0, fmt::format("--input expects NAME=PATH.npy, found '{}'", spec));
+    const std::string name = spec.substr(0, eq);
+    const Node* n = r.find_node(name);
+    if (!n || !n->is_input)
+      throw UserError(kExitUsage, "", 0, 0,
+                      fmt::format("--input {}: the routine has no input named '{}'", spec, name));
+    in[name] = read_npy(spec.substr(eq + 1));
+  }
+  return in;
 }
 
 }  // namespace fp::cli

@@ -4,13 +4,21 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/interpreter.h"
 #include "core/ir.h"
 
 namespace fp::cli {
 
 // Parses and well-formedness-checks FILE ("-" reads standard input). Throws UserError (65/66).
 Routine load_checked_routine(const std::string& path);
+
+// The routine's inputs: random from `seed` when given, then each NAME=PATH.npy in `specs` read
+// over them. A malformed spec or a name that is not an input is a usage error (64); the file's
+// own errors are npy's (65/66). Shapes are checked when an executor binds them.
+TensorMap load_inputs(const Routine& r, const std::vector<std::string>& specs,
+                      std::optional<std::uint64_t> seed);
 
 // Writes `text` to `path`, or to standard output when path is empty or "-".
 void write_text_output(const std::string& path, const std::string& text);
