@@ -21,7 +21,6 @@
 
 #include "core/diagnostic.h"
 #include "core/npy.h"
-#include "core/random_inputs.h"
 #include "exec/differential.h"
 #include "exec/executor.h"
 #include "flashproof/version.h"

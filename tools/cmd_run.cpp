@@ -12,7 +12,6 @@
 #include "core/memory_report.h"
 #include "core/npy.h"
 #include "core/placement.h"
-#include "core/random_inputs.h"
 #include "exec/executor.h"
 #include "rewrites/config.h"
 #include "tools/command.h"
