@@ -151,7 +151,8 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
       bool alone = true;
       for (std::size_t j = 0; j < plans.size(); ++j) alone = alone && (j == i || !perturbed[j].count(c.node));
       if (!alone) {
-        plan.notes.push_back(fmt::format("{}: perturbed by more than one bounded claim", c.node));
+        if (const Node* n = result.routine.find_node(c.node); n && n->is_output)
+          plan.notes.push_back(fmt::format("{}: perturbed by more than one bounded claim", c.node));
         continue;
       }
       plan.certified[c.node] = c;
@@ -160,13 +161,6 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
     for (const auto& n : plans[i].notes) plan.notes.push_back(n);
     used.push_back(&plans[i]);
   }
-  std::vector<std::string> watched;
-  for (const auto& [node, c] : plan.certified) watched.push_back(node);
-  plan.source = verify::instrument_source(original, used, watched, true);
-  // Outputs the claims reach in the rewritten routine but that have no certified check.
-  const std::set<std::string> reached = downstream_of(result.routine, covered);
-  for (const Node* n : result.routine.outputs())
-    if (reached.count(n->name) && !plan.certified.count(n->name)) plan.stand_in.insert(n->name);
   // Only the routine's own outputs are compared: drop checks of internal nodes.
   for (auto it = plan.certified.begin(); it != plan.certified.end();) {
     const Node* n = result.routine.find_node(it->first);
@@ -177,6 +171,12 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
       ++it;
     }
   }
+  // The original runs with its own outputs and the plans' Σ|w·v| nodes.
+  plan.source = verify::instrument_source(original, used, {}, true);
+  // Outputs the claims reach in the rewritten routine but that have no certified check.
+  const std::set<std::string> reached = downstream_of(result.routine, covered);
+  for (const Node* n : result.routine.outputs())
+    if (reached.count(n->name) && !plan.certified.count(n->name)) plan.stand_in.insert(n->name);
   return plan;
 }
 
