@@ -512,7 +512,10 @@ class CGenerator {
             lane_locals_.push_back({c.prev, prev[i], c.prec});
             lane_locals_.push_back({c.next, next[i], c.prec});
           }
+          std::vector<std::string> outer_carried = carried_prev_;
+          for (const Carried& c : s.carried) carried_prev_.push_back(c.prev);
           lane_list(s.body);
+          carried_prev_ = std::move(outer_carried);
           {
             const std::string j = open_lanes(true);
             for (std::size_t i = 0; i < s.carried.size(); ++i)
@@ -693,9 +696,10 @@ class CGenerator {
     return out;
   }
 
-  // A lane store with exactly two exps of one precision, such as the online-softmax recurrence
-  // l' = l·exp(m - m') + exp(x - m'), where in every lane at least one argument is usually exactly
-  // zero (no new maximum: m = m'; a new maximum: x = m'): computes both arguments ahead, one
+  // A lane store in a scan with exactly two exps of one precision, one of them reading a carried
+  // previous value, such as the online-softmax recurrence l' = l·exp(m - m') + exp(x - m'),
+  // where in every lane at least one argument is usually exactly zero (no new maximum: m = m'; a
+  // new maximum: x = m'): computes both arguments ahead, one
   // vectorized exponential per lane of the first non-zero argument, and the other only in the
   // lanes where both are non-zero (a scalar fix-up loop, taken only when a lane needs it). Exact:
   // exp(±0) is 1 at every precision (the exp of core/numerics_c.h, rounded), and exps are pure.
@@ -704,6 +708,16 @@ class CGenerator {
     if (s.kind != StmtKind::Set && s.kind != StmtKind::SetLocal) return {};
     const std::vector<const Expr*> exps = exps_of(s);
     if (exps.size() != 2 || exps[0]->prec != exps[1]->prec || exps[0]->prec == Prec::I32) return {};
+    // Only where an argument follows a carried value (a rescale by its change), the case that
+    // makes a zero argument likely; elsewhere the fix-up loop could run in every lane.
+    bool reads_carried = false;
+    for (const Expr* e : exps)
+      for_each_expr(e->args[0], [&](const Expr& x) {
+        if (x.kind == ExprKind::GetLocal &&
+            std::find(carried_prev_.begin(), carried_prev_.end(), x.name) != carried_prev_.end())
+          reads_carried = true;
+      });
+    if (!reads_carried) return {};
     const Prec p = exps[0]->prec;
     const char* ct = codegen::ctype(p, Dialect::C);
     auto exp_of = [&](const std::string& a) -> std::string {
@@ -1036,6 +1050,7 @@ class CGenerator {
   std::vector<LaneLocal> lane_locals_;        // lane locals in scope, in declaration order
   std::vector<bool> lane_simd_;               // open lane loops: simd (with gathers hoisted)?
   std::vector<std::string> held_;             // output held while a lane loop's body is emitted
+  std::vector<std::string> carried_prev_;     // the enclosing lane scans' carried `prev` names
   std::string panel_t0_;                      // the innermost panel loop's chunk start
   std::set<std::string> band_writes_;         // nodes the current lane band writes (never panelled)
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
