@@ -322,6 +322,26 @@ TEST(ExecC, FissionedAccumulationAgreesBitwiseAndDeclinesInteractingPhases) {
   EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
+// Paired exponentials (exec/c_codegen.cpp paired_exps): the online-softmax scan's rescale and
+// term share one vectorized exp per lane; a store with two exps outside a scan is left alone.
+// Both agree bitwise (rows of NaN and -inf scores take the fix-up path).
+TEST(ExecC, PairedExponentialsOnlyInScansAndBitwise) {
+  const std::regex paired(R"(\bea[0-9]+\[)");
+  Routine scan = rewrite_on(build_attention(spec(Prec::F32, "causal", 7, 9, false, "nan"))).routine;
+  EXPECT_TRUE(std::regex_search(generate_c(make_plan(scan, test_options().placement)), paired));
+  Routine two = parse_checked(R"(routine two {
+  node x : f32[20, 3] materialized input
+  node y : f32[20] materialized output
+  for s in 0..19 {
+    local a : f32
+    a := add.f32(exp.f32(x[s, 0]), exp.f32(x[s, 1]))
+    y[s] = a
+  }
+})");
+  EXPECT_FALSE(std::regex_search(generate_c(make_plan(two, test_options().placement)), paired));
+  expect_bitwise({scan, two}, {"scan", "two exps"});
+}
+
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
   std::vector<Routine> rs;
   for (std::int64_t d : {4, 24}) {
