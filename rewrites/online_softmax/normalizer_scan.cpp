@@ -46,12 +46,6 @@ std::string pos_text(int pos) {
   return fmt::format("statement {}", pos + 1);
 }
 
-std::string read_text(const std::string& node, const std::vector<Index>& idx) {
-  std::string s = node + "[";
-  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + print_index(idx[i]);
-  return s + "]";
-}
-
 std::string range_text(const NestLoop& l) {
   return fmt::format("{}..{}", l.from, l.to);
 }
@@ -491,19 +485,6 @@ StmtP emit_normalizer_scan(const Normalizer& nz, NameMinter& names) {
 }
 
 namespace {
-std::string cells_text(const std::string& node, const std::vector<Index>& idx,
-                       const std::vector<NestLoop>& loops) {
-  std::string s = node + "[";
-  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + print_index(idx[i]);
-  s += "]";
-  std::string ranges;
-  for (const auto& l : loops) {
-    bool used = false;
-    for (const auto& i : idx) used = used || i.mentions(l.sym);
-    if (used) ranges += fmt::format("{}{} in {}..{}", ranges.empty() ? "" : ", ", l.sym, l.from, l.to);
-  }
-  return ranges.empty() ? s : s + " for " + ranges;
-}
 }  // namespace
 
 Application normalizer_application(const Normalizer& nz, const RoutineView& view, const Stmt& emitted) {

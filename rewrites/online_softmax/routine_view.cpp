@@ -1,8 +1,11 @@
 #include "rewrites/online_softmax/routine_view.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/ir_visit.h"
+#include "core/text_printer.h"
 
 namespace fp::osm {
 
@@ -10,6 +13,23 @@ const NestLoop* Nest::loop(const std::string& sym) const {
   for (const auto& l : loops)
     if (l.sym == sym) return &l;
   return nullptr;
+}
+
+std::string read_text(const std::string& node, const std::vector<Index>& idx) {
+  std::string s = node + "[";
+  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + print_index(idx[i]);
+  return s + "]";
+}
+
+std::string cells_text(const std::string& node, const std::vector<Index>& idx, const std::vector<NestLoop>& loops) {
+  std::string ranges;
+  for (const auto& l : loops) {
+    bool used = false;
+    for (const auto& i : idx) used = used || i.mentions(l.sym);
+    if (used) ranges += fmt::format("{}{} in {}..{}", ranges.empty() ? "" : ", ", l.sym, l.from, l.to);
+  }
+  const std::string cells = read_text(node, idx);
+  return ranges.empty() ? cells : cells + " for " + ranges;
 }
 
 std::optional<Nest> nest_of(const Stmt& s) {

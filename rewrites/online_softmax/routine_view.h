@@ -38,6 +38,11 @@ struct Nest {
 // `s` as a nest, if it is one.
 std::optional<Nest> nest_of(const Stmt& s);
 
+// "node[i, j + 1]": a read or store in the text format, for explanations and covers.
+std::string read_text(const std::string& node, const std::vector<Index>& idx);
+// The cells a claim covers: "node[b, s] for b in 0..1, s in 0..3" (the loops the indices mention).
+std::string cells_text(const std::string& node, const std::vector<Index>& idx, const std::vector<NestLoop>& loops);
+
 // A reduction nest: `target[i] = op(target[i], other)` (or `op(other, target[i])` for the
 // commutative add and max), the self-read at exactly the stored indices and `other` not reading
 // the target node at all.

@@ -51,12 +51,6 @@ bool plain_in(const std::vector<Index>& idx, const std::string& sym) {
   return false;
 }
 
-std::string read_text(const std::string& node, const std::vector<Index>& idx) {
-  std::string s = node + "[";
-  for (std::size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + print_index(idx[i]);
-  return s + "]";
-}
-
 }  // namespace
 
 std::optional<std::variant<Hoist, Decline>> match_hoist(const RoutineView& view, int pos,
@@ -165,13 +159,6 @@ Application hoist_application(const Hoist& h, const RoutineView& view, const Stm
       fmt::format("{}read {} once into local {}, then loop {} innermost",
                   h.outer.empty() ? "" : fmt::format("for {}: ", syms(h.outer)), h.w, local, syms(h.inner));
   const Stmt& store = *view.line(h.pos).nest->store;
-  std::string cells = read_text(h.target, store.indices);
-  std::string ranges;
-  for (const auto& l : view.line(h.pos).nest->loops) {
-    bool used = false;
-    for (const auto& i : store.indices) used = used || i.mentions(l.sym);
-    if (used) ranges += fmt::format("{}{} in {}..{}", ranges.empty() ? "" : ", ", l.sym, l.from, l.to);
-  }
   Obligation o;
   o.kind = ObligationKind::Exact;
   o.claim = "value-pass";
@@ -180,7 +167,7 @@ Application hoist_application(const Hoist& h, const RoutineView& view, const Stm
       "so no "
       "cell's summation order changes, and {} is read once per outer iteration at its own precision",
       h.target, syms(h.inner), h.w);
-  o.covers = {Cover{h.target, ranges.empty() ? cells : cells + " for " + ranges}};
+  o.covers = {Cover{h.target, cells_text(h.target, store.indices, view.line(h.pos).nest->loops)}};
   app.obligations = {o};
   return app;
 }
