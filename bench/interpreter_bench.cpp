@@ -15,27 +15,6 @@
 namespace fp {
 namespace {
 
-Node make_node(std::string name, std::vector<std::int64_t> dims, Prec p, bool in, bool out) {
-  Node n;
-  n.name = std::move(name);
-  n.dims = std::move(dims);
-  n.prec = p;
-  n.is_input = in;
-  n.is_output = out;
-  return n;
-}
-
-ExprP at(const std::string& node, std::initializer_list<const char*> syms, Prec p) {
-  std::vector<Index> idx;
-  for (const char* s : syms) idx.push_back(Index::iter(s));
-  return get(node, std::move(idx), p);
-}
-std::vector<Index> iters(std::initializer_list<const char*> syms) {
-  std::vector<Index> idx;
-  for (const char* s : syms) idx.push_back(Index::iter(s));
-  return idx;
-}
-
 Tensor filled(Prec p, std::vector<std::int64_t> dims, double scale) {
   Tensor t = Tensor::zeros(p, std::move(dims));
   for (std::size_t i = 0; i < t.data.size(); ++i)
@@ -49,8 +28,8 @@ Routine matmul(std::int64_t n, Prec p) {
   r.name = "matmul";
   r.nodes = {make_node("a", {n, n}, p, true, false), make_node("b", {n, n}, p, true, false),
              make_node("c", {n, n}, p, false, true)};
-  auto acc = binary(BinOp::Add, at("c", {"i", "j"}, p),
-                    binary(BinOp::Mul, at("a", {"i", "k"}, p), at("b", {"k", "j"}, p), p), p);
+  auto acc = binary(BinOp::Add, get_iters("c", {"i", "j"}, p),
+                    binary(BinOp::Mul, get_iters("a", {"i", "k"}, p), get_iters("b", {"k", "j"}, p), p), p);
   r.body = seq(
       {zero("c"),
        for_loop("i", 0, n - 1,
@@ -65,7 +44,7 @@ Routine softmax(std::int64_t rows, std::int64_t cols, Prec p) {
   r.name = "softmax";
   r.nodes = {make_node("x", {rows, cols}, p, true, false), make_node("m", {rows}, p, false, false),
              make_node("s", {rows}, p, false, false), make_node("y", {rows, cols}, p, false, true)};
-  auto x = at("x", {"i", "k"}, p), m = at("m", {"i"}, p), s = at("s", {"i"}, p);
+  auto x = get_iters("x", {"i", "k"}, p), m = get_iters("m", {"i"}, p), s = get_iters("s", {"i"}, p);
   auto e = unary(UnOp::Exp, binary(BinOp::Sub, x, m, p), p);
   r.body = seq(
       {for_loop("i", 0, rows - 1,

@@ -263,6 +263,26 @@ StmtP noop() {
   return make(std::move(s));
 }
 
+Node make_node(std::string name, std::vector<std::int64_t> dims, Prec prec, bool is_input, bool is_output) {
+  Node n;
+  n.name = std::move(name);
+  n.dims = std::move(dims);
+  n.prec = prec;
+  n.is_input = is_input;
+  n.is_output = is_output;
+  return n;
+}
+
+std::vector<Index> iters(std::initializer_list<const char*> syms) {
+  std::vector<Index> idx;
+  for (const char* s : syms) idx.push_back(Index::iter(s));
+  return idx;
+}
+
+ExprP get_iters(std::string node, std::initializer_list<const char*> syms, Prec node_prec) {
+  return get(std::move(node), iters(syms), node_prec);
+}
+
 // ---- routines ---------------------------------------------------------------------------------
 
 const Node* Routine::find_node(std::string_view n) const {

@@ -83,6 +83,7 @@
 // ============================================================================================
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -277,6 +278,13 @@ StmtP set_local(std::string name, ExprP value);
 StmtP if_(ExprP cond, std::vector<StmtP> body);
 StmtP comment(std::string text);
 StmtP noop();
+
+// Terse builders for routines written in C++ (tests, benchmarks): a materialized node; the plain
+// iterators [s0, s1, ...]; and node[s0, s1, ...] read with plain iterators.
+Node make_node(std::string name, std::vector<std::int64_t> dims, Prec prec, bool is_input = false,
+               bool is_output = false);
+std::vector<Index> iters(std::initializer_list<const char*> syms);
+ExprP get_iters(std::string node, std::initializer_list<const char*> syms, Prec node_prec);
 
 // ---- routines -------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 #pragma once
 // A dense tensor value bound to a routine's input or read from its output.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,5 +21,12 @@ struct Tensor {
   static Tensor zeros(Prec prec, std::vector<std::int64_t> dims);
   std::int64_t size() const { return static_cast<std::int64_t>(data.size()); }
 };
+
+// Bitwise equality of two cell values as the semantics define it: every NaN equals every NaN,
+// anything else compares its bits (so -0 differs from +0).
+inline bool same_value(double a, double b) {
+  if (a != a || b != b) return a != a && b != b;
+  return a == b && std::signbit(a) == std::signbit(b);
+}
 
 }  // namespace fp

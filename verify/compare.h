@@ -77,10 +77,4 @@ class PairRunner {
   mutable std::int64_t runs_ = 0;
 };
 
-// Bitwise equality of doubles as the semantics define it.
-inline bool same_value(double a, double b) {
-  if (a != a || b != b) return a != a && b != b;
-  return a == b && std::signbit(a) == std::signbit(b);
-}
-
 }  // namespace fp::verify

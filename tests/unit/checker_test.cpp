@@ -32,11 +32,7 @@ Diagnostic single(const std::vector<Diagnostic>& diags) {
 }
 
 Node node(std::string name, std::vector<std::int64_t> dims, Prec p = Prec::F32) {
-  Node n;
-  n.name = std::move(name);
-  n.dims = std::move(dims);
-  n.prec = p;
-  return n;
+  return make_node(std::move(name), std::move(dims), p);
 }
 
 Routine routine(std::vector<Node> nodes, std::vector<StmtP> body) {

@@ -37,6 +37,7 @@
 #include "random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
+#include "tensor_expect.h"
 
 namespace fp {
 namespace {
@@ -48,26 +49,7 @@ ExecOptions test_options() {
   return o;
 }
 
-bool same_value(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
-::testing::AssertionResult bitwise_equal(const TensorMap& want, const TensorMap& got) {
-  if (want.size() != got.size()) return ::testing::AssertionFailure() << "different output sets";
-  for (const auto& [name, t] : want) {
-    auto it = got.find(name);
-    if (it == got.end()) return ::testing::AssertionFailure() << "missing output " << name;
-    const Tensor& g = it->second;
-    if (g.prec != t.prec || g.dims != t.dims)
-      return ::testing::AssertionFailure() << name << ": type differs";
-    for (std::size_t i = 0; i < t.data.size(); ++i)
-      if (!same_value(t.data[i], g.data[i]))
-        return ::testing::AssertionFailure() << name << "[" << i << "]: interpreter " << std::hexfloat
-                                             << t.data[i] << ", compiled C " << g.data[i];
-  }
-  return ::testing::AssertionSuccess();
-}
+using testing::bitwise_equal;
 
 RewriteResult rewrite_on(const Routine& r) {
   Config c;

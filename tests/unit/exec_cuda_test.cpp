@@ -114,11 +114,6 @@ TEST(ExecCuda, RandomRoutinesCodegenCompilesWithNvrtc) {
   EXPECT_TRUE(bin.ok) << bin.log;
 }
 
-bool same_value(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
 TEST(ExecCuda, AgreesWithTheInterpreterBitwiseOnAttention) {
   auto ex = make_executor("cuda", test_options());
   const Availability a = ex->available();

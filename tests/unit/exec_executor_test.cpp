@@ -30,11 +30,6 @@ ExecOptions test_options() {
   return o;
 }
 
-bool same_value(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
 TEST(ExecExecutor, RegistryHasTheThreeExecutorsAndRejectsUnknownNames) {
   EXPECT_EQ(executor_names(), (std::vector<std::string>{"interp", "c", "cuda"}));
   for (const auto& n : executor_names()) EXPECT_EQ(make_executor(n)->name(), n);

@@ -392,11 +392,6 @@ TensorMap random_inputs_for(const Routine& r) {
   return in;
 }
 
-bool same_value(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
 // ---- properties --------------------------------------------------------------------------------------
 
 void check_against_naive(const Routine& r, const TensorMap& in) {

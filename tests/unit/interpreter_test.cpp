@@ -20,21 +20,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-bool same(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
-Node make_node(std::string name, std::vector<std::int64_t> dims, Prec p, bool in = false, bool out = false) {
-  Node n;
-  n.name = std::move(name);
-  n.dims = std::move(dims);
-  n.prec = p;
-  n.is_input = in;
-  n.is_output = out;
-  return n;
-}
-
 Routine make_routine(std::vector<Node> nodes, std::vector<StmtP> body) {
   Routine r;
   r.name = "test";
@@ -43,17 +28,6 @@ Routine make_routine(std::vector<Node> nodes, std::vector<StmtP> body) {
   return r;
 }
 
-// node[sym0, sym1, ...]
-ExprP at(const std::string& node, std::initializer_list<const char*> syms, Prec p) {
-  std::vector<Index> idx;
-  for (const char* s : syms) idx.push_back(Index::iter(s));
-  return get(node, std::move(idx), p);
-}
-std::vector<Index> iters(std::initializer_list<const char*> syms) {
-  std::vector<Index> idx;
-  for (const char* s : syms) idx.push_back(Index::iter(s));
-  return idx;
-}
 ExprP bin(BinOp op, ExprP a, ExprP b, Prec p) {
   return binary(op, std::move(a), std::move(b), p);
 }
@@ -91,8 +65,8 @@ TEST(InterpreterNest, MatmulMatchesStepByStepF32) {
            {for_loop("j", 0, N - 1,
                      {for_loop("k", 0, K - 1,
                                {set("c", iters({"i", "j"}),
-                                    bin(BinOp::Add, at("c", {"i", "j"}, f),
-                                        bin(BinOp::Mul, at("a", {"i", "k"}, f), at("b", {"k", "j"}, f), f),
+                                    bin(BinOp::Add, get_iters("c", {"i", "j"}, f),
+                                        bin(BinOp::Mul, get_iters("a", {"i", "k"}, f), get_iters("b", {"k", "j"}, f), f),
                                         f))})})})});
   const auto a = values(f, M * K, 3.0, 1), b = values(f, K * N, 2.0, 2);
   TensorMap out = interpret(r, {{"a", tensor(f, {M, K}, a)}, {"b", tensor(f, {K, N}, b)}});
@@ -120,7 +94,7 @@ TEST(InterpreterNest, ReductionAfterZeroStartsFromZero) {
        for_loop("i", 0, 1,
                 {for_loop("k", 0, 2,
                           {set("s", iters({"i"}),
-                               bin(BinOp::Add, at("s", {"i"}, f), at("x", {"i", "k"}, f), f))})})});
+                               bin(BinOp::Add, get_iters("s", {"i"}, f), get_iters("x", {"i", "k"}, f), f))})})});
   TensorMap out = interpret(r, {{"x", tensor(f, {2, 3}, {1, 2, 3, 10, 20, 30})}});
   EXPECT_EQ(out.at("s").data, (std::vector<double>{6, 60}));
 }
@@ -132,7 +106,7 @@ TEST(InterpreterNest, MaxReductionIsPoisonedByNaN) {
                    {set("m", {Index::fixed(0)}, c(-kInf, f)),
                     for_loop("k", 0, 3,
                              {set("m", {Index::fixed(0)},
-                                  bin(BinOp::Max, get("m", {Index::fixed(0)}, f), at("x", {"k"}, f), f))})});
+                                  bin(BinOp::Max, get("m", {Index::fixed(0)}, f), get_iters("x", {"k"}, f), f))})});
   EXPECT_EQ(interpret(r, {{"x", tensor(f, {4}, {1, 5, -2, 3})}}).at("m").data[0], 5.0);
   EXPECT_TRUE(std::isnan(interpret(r, {{"x", tensor(f, {4}, {1, kNaN, 7, 3})}}).at("m").data[0]));
 }
@@ -140,7 +114,7 @@ TEST(InterpreterNest, MaxReductionIsPoisonedByNaN) {
 TEST(InterpreterNest, PointwiseChainRoundsEveryOp) {
   const Prec f = Prec::F32;
   // y = exp(x - 1) * 3 / (x*x + 1), each op rounded to f32.
-  auto x = at("x", {"i"}, f);
+  auto x = get_iters("x", {"i"}, f);
   auto e = bin(BinOp::Div, bin(BinOp::Mul, unary(UnOp::Exp, bin(BinOp::Sub, x, c(1, f), f), f), c(3, f), f),
                bin(BinOp::Add, bin(BinOp::Mul, x, x, f), c(1, f), f), f);
   Routine r = make_routine({make_node("x", {6}, f, true), make_node("y", {6}, f, false, true)},
@@ -159,7 +133,7 @@ TEST(InterpreterNest, PointwiseChainRoundsEveryOp) {
 
 void check_narrow_rounding(Prec p) {
   // y = a*b + c at p as two operations; z = fma.p(a, b, c); w = add.p(a, c) with f32 operands.
-  auto a = at("a", {"i"}, p), b = at("b", {"i"}, p), cc = at("c", {"i"}, p);
+  auto a = get_iters("a", {"i"}, p), b = get_iters("b", {"i"}, p), cc = get_iters("c", {"i"}, p);
   Routine r =
       make_routine({make_node("a", {8}, p, true), make_node("b", {8}, p, true), make_node("c", {8}, p, true),
                     make_node("w32", {8}, Prec::F32, true), make_node("y", {8}, p, false, true),
@@ -167,7 +141,7 @@ void check_narrow_rounding(Prec p) {
                    {for_loop("i", 0, 7,
                              {set("y", iters({"i"}), bin(BinOp::Add, bin(BinOp::Mul, a, b, p), cc, p)),
                               set("z", iters({"i"}), ternary(TernOp::Fma, a, b, cc, p)),
-                              set("w", iters({"i"}), bin(BinOp::Add, at("w32", {"i"}, Prec::F32), a, p))})});
+                              set("w", iters({"i"}), bin(BinOp::Add, get_iters("w32", {"i"}, Prec::F32), a, p))})});
   const auto av = values(p, 8, 3.0, 1), bv = values(p, 8, 3.0, 2), cv = values(p, 8, 5.0, 3);
   const auto wv = values(Prec::F32, 8, 1.0, 4);
   TensorMap out = interpret(r, {{"a", tensor(p, {8}, av)},
@@ -200,7 +174,7 @@ TEST(InterpreterRounding, F16OverflowAndSubnormals) {
   Routine r = make_routine(
       {make_node("x", {3}, h, true), make_node("y", {3}, h, false, true)},
       {for_loop("i", 0, 2,
-                {set("y", iters({"i"}), bin(BinOp::Mul, at("x", {"i"}, h), at("x", {"i"}, h), h))})});
+                {set("y", iters({"i"}), bin(BinOp::Mul, get_iters("x", {"i"}, h), get_iters("x", {"i"}, h), h))})});
   const auto y = interpret(r, {{"x", tensor(h, {3}, {300.0, 0x1p-12, 0x1.8p-12})}}).at("y").data;
   EXPECT_EQ(y[0], kInf);     // 90000 > 65504
   EXPECT_EQ(y[1], 0x1p-24);  // min subnormal, exact
@@ -220,7 +194,7 @@ Routine two_state_scan(ScanDir dir) {
        make_node("outb", {5}, f, false, true)},
       {scan_loop(
           "t", 0, 4, dir, carried,
-          {set_local("an", bin(BinOp::Add, bin(BinOp::Mul, ap, c(2, f), f), at("x", {"t"}, f), f)),
+          {set_local("an", bin(BinOp::Add, bin(BinOp::Mul, ap, c(2, f), f), get_iters("x", {"t"}, f), f)),
            set_local("bn", bin(BinOp::Sub, bp, bin(BinOp::Mul, ap, get_local("an", f), f), f)),
            set("outa", iters({"t"}), get_local("an", f)), set("outb", iters({"t"}), get_local("bn", f))})});
 }
@@ -270,7 +244,7 @@ TEST(InterpreterLocals, DefaultToPositiveZeroAndResetOnEachDeclaration) {
                 {declare_local("s", f), set_local("s", bin(BinOp::Add, get_local("s", f), c(1, f), f)),
                  set("acc", iters({"i"}), get_local("s", f))})});
   TensorMap out = interpret(r, {});
-  EXPECT_TRUE(same(out.at("z").data[0], 0.0));
+  EXPECT_TRUE(same_value(out.at("z").data[0], 0.0));
   EXPECT_EQ(out.at("acc").data, (std::vector<double>{1, 1, 1}));
 }
 
@@ -298,7 +272,7 @@ TEST(InterpreterControl, IfRunsOnNonZeroIncludingNaN) {
 
 TEST(InterpreterControl, WhereSelectsWithNaNConditionTrue) {
   const Prec f = Prec::F32;
-  auto cond = at("cnd", {"i"}, Prec::F64);
+  auto cond = get_iters("cnd", {"i"}, Prec::F64);
   Routine r = make_routine(
       {make_node("cnd", {3}, Prec::F64, true), make_node("o", {3}, f, false, true)},
       {for_loop("i", 0, 2,
@@ -433,7 +407,7 @@ Routine guarded_read(std::int64_t guard) {
                       {for_loop("i", 0, 4,
                                 {if_(bin(BinOp::Lt, embed_index(Index::iter("i"), Prec::I32),
                                          c(static_cast<double>(guard), Prec::I32), Prec::I32),
-                                     {set("o", iters({"i"}), at("x", {"i"}, f))})})});
+                                     {set("o", iters({"i"}), get_iters("x", {"i"}, f))})})});
 }
 
 TEST(InterpreterBounds, UnprovenAccessIsCheckedAtRunTime) {

@@ -23,11 +23,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool same(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
 Tensor make(Prec p, std::vector<std::int64_t> dims, std::vector<double> data) {
   Tensor t;
   t.prec = p;
@@ -41,7 +36,7 @@ void expect_same_tensor(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.dims, b.dims);
   ASSERT_EQ(a.data.size(), b.data.size());
   for (std::size_t i = 0; i < a.data.size(); ++i)
-    EXPECT_TRUE(same(a.data[i], b.data[i])) << i << ": " << a.data[i] << " vs " << b.data[i];
+    EXPECT_TRUE(same_value(a.data[i], b.data[i])) << i << ": " << a.data[i] << " vs " << b.data[i];
 }
 
 // A .npy file with the given header dictionary text and data bytes (version 1.0 framing).

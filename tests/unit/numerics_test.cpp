@@ -4,6 +4,7 @@
 // monotonicity, and exp at f16/bf16 on every input).
 
 #include "core/numerics.h"
+#include "core/tensor.h"
 
 #include <gtest/gtest.h>
 
@@ -25,10 +26,6 @@ std::uint64_t bits(double x) {
 }
 
 // Bitwise equality, every NaN equal to every NaN (the semantics ignore payloads).
-bool same(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) || bits(a) == bits(b);
-}
-
 // A double with uniformly random bits: covers every binade, subnormals, inf and NaN.
 double random_bits_double(std::mt19937_64& g) {
   return std::bit_cast<double>(g());
@@ -117,7 +114,7 @@ TEST(NumericsF16, EveryBitPatternRoundTrips) {
     const double v = f16_value(h);
     ASSERT_EQ(f16_bits(v), h) << std::hex << b;
     if (std::isnan(v)) continue;
-    ASSERT_TRUE(same(round_to(Prec::F16, v), v)) << std::hex << b;
+    ASSERT_TRUE(same_value(round_to(Prec::F16, v), v)) << std::hex << b;
     ASSERT_TRUE(representable(Prec::F16, v));
     // The value itself, decoded independently.
     const int ex = (b >> 10) & 0x1F;
@@ -135,7 +132,7 @@ TEST(NumericsF16, MatchesIntegerReferenceOnRandomDoubles) {
     // Half the samples near the f16 range, where the interesting rounding happens.
     double x = random_bits_double(g);
     if (i % 2) x = std::ldexp(static_cast<double>(g() >> 11), -53 + static_cast<int>(g() % 46) - 28);
-    ASSERT_TRUE(same(round_to(Prec::F16, x), reference_round(x, 11, -14, 15))) << std::hexfloat << x;
+    ASSERT_TRUE(same_value(round_to(Prec::F16, x), reference_round(x, 11, -14, 15))) << std::hexfloat << x;
   }
 }
 
@@ -146,7 +143,7 @@ TEST(NumericsF16, MatchesCompilerFloat16Conversion) {
     double x = std::ldexp(static_cast<double>(g() >> 11), -53 + static_cast<int>(g() % 50) - 30);
     if (g() & 1) x = -x;
     const auto h = static_cast<_Float16>(x);
-    ASSERT_TRUE(same(round_to(Prec::F16, x), static_cast<double>(h))) << std::hexfloat << x;
+    ASSERT_TRUE(same_value(round_to(Prec::F16, x), static_cast<double>(h))) << std::hexfloat << x;
   }
 }
 #endif
@@ -175,7 +172,7 @@ TEST(NumericsBF16, EveryBitPatternRoundTrips) {
     // bf16 is the top half of binary32.
     const float f = std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
     ASSERT_EQ(v, static_cast<double>(f)) << std::hex << b;
-    ASSERT_TRUE(same(round_to(Prec::BF16, v), v));
+    ASSERT_TRUE(same_value(round_to(Prec::BF16, v), v));
   }
 }
 
@@ -190,7 +187,7 @@ TEST(NumericsBF16, MatchesIntegerReferenceOnRandomDoubles) {
       const double half = std::ldexp(std::fabs(v) == 0 ? 0x1p-133 : std::fabs(v), -8) / 2;
       x = v + half * static_cast<double>(static_cast<int>(g() % 3) - 1) * (g() & 1 ? 1.0 : 1.0 + 0x1p-30);
     }
-    ASSERT_TRUE(same(round_to(Prec::BF16, x), reference_round(x, 8, -126, 127))) << std::hexfloat << x;
+    ASSERT_TRUE(same_value(round_to(Prec::BF16, x), reference_round(x, 8, -126, 127))) << std::hexfloat << x;
   }
 }
 
@@ -202,10 +199,10 @@ TEST(NumericsF32, RoundToMatchesFloatCastOnRandomDoubles) {
     double x = random_bits_double(g);
     if (i % 2) x = std::ldexp(static_cast<double>(g() >> 11), -53 + static_cast<int>(g() % 320) - 160);
     const double cast = static_cast<double>(static_cast<float>(x));
-    ASSERT_TRUE(same(round_to(Prec::F32, x), cast));
+    ASSERT_TRUE(same_value(round_to(Prec::F32, x), cast));
     // The generic rounding used for f16/bf16, instantiated at binary32, agrees with the hardware.
-    ASSERT_TRUE(same(detail::round_binary<24, -126, 127>(x), cast)) << std::hexfloat << x;
-    ASSERT_TRUE(same(reference_round(x, 24, -126, 127), cast)) << std::hexfloat << x;
+    ASSERT_TRUE(same_value(detail::round_binary<24, -126, 127>(x), cast)) << std::hexfloat << x;
+    ASSERT_TRUE(same_value(reference_round(x, 24, -126, 127), cast)) << std::hexfloat << x;
   }
 }
 
@@ -272,11 +269,11 @@ TEST(NumericsOps, MaxMinPropagateNaNAndOrderSignedZeros) {
     EXPECT_TRUE(std::isnan(apply_binop(BinOp::Max, p, 1.0, kNaN)));
     EXPECT_TRUE(std::isnan(apply_binop(BinOp::Min, p, kNaN, -kInf)));
     EXPECT_TRUE(std::isnan(apply_binop(BinOp::Min, p, -kInf, kNaN)));
-    EXPECT_TRUE(same(apply_binop(BinOp::Max, p, -0.0, 0.0), 0.0));
-    EXPECT_TRUE(same(apply_binop(BinOp::Max, p, 0.0, -0.0), 0.0));
-    EXPECT_TRUE(same(apply_binop(BinOp::Min, p, -0.0, 0.0), -0.0));
-    EXPECT_TRUE(same(apply_binop(BinOp::Min, p, 0.0, -0.0), -0.0));
-    EXPECT_TRUE(same(apply_binop(BinOp::Max, p, -0.0, -0.0), -0.0));
+    EXPECT_TRUE(same_value(apply_binop(BinOp::Max, p, -0.0, 0.0), 0.0));
+    EXPECT_TRUE(same_value(apply_binop(BinOp::Max, p, 0.0, -0.0), 0.0));
+    EXPECT_TRUE(same_value(apply_binop(BinOp::Min, p, -0.0, 0.0), -0.0));
+    EXPECT_TRUE(same_value(apply_binop(BinOp::Min, p, 0.0, -0.0), -0.0));
+    EXPECT_TRUE(same_value(apply_binop(BinOp::Max, p, -0.0, -0.0), -0.0));
     EXPECT_EQ(apply_binop(BinOp::Max, p, -kInf, -3.0), -3.0);
     EXPECT_EQ(apply_binop(BinOp::Min, p, 2.0, 3.0), 2.0);
   }
@@ -293,11 +290,11 @@ TEST(NumericsOps, ComparisonsAndSpecialValues) {
   EXPECT_EQ(apply_binop(BinOp::Mul, Prec::F16, 256.0, 256.0), kInf);   // 65536 overflows f16
   EXPECT_EQ(apply_binop(BinOp::Add, Prec::F16, 2048.0, 1.0), 2048.0);  // tie to even
   EXPECT_EQ(apply_binop(BinOp::Add, Prec::F16, 2048.0, 3.0), 2052.0);
-  EXPECT_TRUE(same(apply_unop(UnOp::Neg, Prec::F32, 0.0), -0.0));
+  EXPECT_TRUE(same_value(apply_unop(UnOp::Neg, Prec::F32, 0.0), -0.0));
   EXPECT_TRUE(std::signbit(apply_unop(UnOp::Neg, Prec::F32, kNaN)) != std::signbit(kNaN));
-  EXPECT_TRUE(same(apply_unop(UnOp::Abs, Prec::F32, -0.0), 0.0));
+  EXPECT_TRUE(same_value(apply_unop(UnOp::Abs, Prec::F32, -0.0), 0.0));
   EXPECT_TRUE(std::isnan(apply_unop(UnOp::Sqrt, Prec::F32, -1.0)));
-  EXPECT_TRUE(same(apply_unop(UnOp::Sqrt, Prec::F16, -0.0), -0.0));
+  EXPECT_TRUE(same_value(apply_unop(UnOp::Sqrt, Prec::F16, -0.0), -0.0));
   EXPECT_EQ(apply_unop(UnOp::Sqrt, Prec::BF16, 2.0), 0x1.6ap+0);
   EXPECT_EQ(apply_ternop(TernOp::Where, Prec::F32, kNaN, 1.0, 2.0), 1.0);
   EXPECT_EQ(apply_ternop(TernOp::Where, Prec::F32, -0.0, 1.0, 2.0), 2.0);
@@ -342,13 +339,13 @@ TEST(NumericsOps, FmaF32MatchesExactReferenceOnRandomOperands) {
     const float c =
         (i % 2) ? rnd(60)
                 : static_cast<float>(-(double{a} * b) * (1 + std::ldexp(static_cast<double>(g() % 64), -30)));
-    ASSERT_TRUE(same(apply_ternop(TernOp::Fma, Prec::F32, a, b, c), reference_fma_f32(a, b, c)))
+    ASSERT_TRUE(same_value(apply_ternop(TernOp::Fma, Prec::F32, a, b, c), reference_fma_f32(a, b, c)))
         << std::hexfloat << a << " " << b << " " << c;
   }
   EXPECT_TRUE(std::isnan(apply_ternop(TernOp::Fma, Prec::F32, kInf, 0.0, 1.0)));
   EXPECT_TRUE(std::isnan(apply_ternop(TernOp::Fma, Prec::F32, kInf, 1.0, -kInf)));
-  EXPECT_TRUE(same(apply_ternop(TernOp::Fma, Prec::F32, -0.0, 1.0, -0.0), -0.0));
-  EXPECT_TRUE(same(apply_ternop(TernOp::Fma, Prec::F32, 1.0, 1.0, -1.0), 0.0));
+  EXPECT_TRUE(same_value(apply_ternop(TernOp::Fma, Prec::F32, -0.0, 1.0, -0.0), -0.0));
+  EXPECT_TRUE(same_value(apply_ternop(TernOp::Fma, Prec::F32, 1.0, 1.0, -1.0), 0.0));
 }
 
 TEST(NumericsOps, FmaF16MatchesExactIntegerArithmetic) {
@@ -377,18 +374,18 @@ TEST(NumericsOps, FmaF16MatchesExactIntegerArithmetic) {
     // An exact zero is +0 unless a·b and c are both -0 (IEEE 754 6.3).
     if (exact == 0) expect = (a * b == 0 && c == 0 && std::signbit(a * b) && std::signbit(c)) ? -0.0 : 0.0;
     const double got = apply_ternop(TernOp::Fma, Prec::F16, a, b, c);
-    ASSERT_TRUE(same(got, expect)) << std::hexfloat << a << " " << b << " " << c;
+    ASSERT_TRUE(same_value(got, expect)) << std::hexfloat << a << " " << b << " " << c;
   }
-  EXPECT_TRUE(same(apply_ternop(TernOp::Fma, Prec::F16, 2.0, 3.0, -6.0), 0.0));
-  EXPECT_TRUE(same(apply_ternop(TernOp::Fma, Prec::F16, -0.0, 3.0, -0.0), -0.0));
+  EXPECT_TRUE(same_value(apply_ternop(TernOp::Fma, Prec::F16, 2.0, 3.0, -6.0), 0.0));
+  EXPECT_TRUE(same_value(apply_ternop(TernOp::Fma, Prec::F16, -0.0, 3.0, -0.0), -0.0));
 }
 
 // ---- fp_exp64 ------------------------------------------------------------------------------------
 
 TEST(NumericsExp, SpecialValues) {
-  EXPECT_TRUE(same(fp_exp64(0.0), 1.0));
-  EXPECT_TRUE(same(fp_exp64(-0.0), 1.0));
-  EXPECT_TRUE(same(fp_exp64(-kInf), 0.0));
+  EXPECT_TRUE(same_value(fp_exp64(0.0), 1.0));
+  EXPECT_TRUE(same_value(fp_exp64(-0.0), 1.0));
+  EXPECT_TRUE(same_value(fp_exp64(-kInf), 0.0));
   EXPECT_EQ(fp_exp64(kInf), kInf);
   EXPECT_TRUE(std::isnan(fp_exp64(kNaN)));
   EXPECT_EQ(fp_exp64(1.0), 0x1.5bf0a8b145769p+1);  // e, correctly rounded
@@ -408,11 +405,11 @@ TEST(NumericsExp, OverflowBoundary) {
 }
 
 TEST(NumericsExp, UnderflowToSubnormalsAndZero) {
-  EXPECT_TRUE(same(fp_exp64(-745.2), 0.0));               // below 2^-1075: rounds to +0
+  EXPECT_TRUE(same_value(fp_exp64(-745.2), 0.0));               // below 2^-1075: rounds to +0
   EXPECT_EQ(fp_exp64(-745.0), 0x1p-1074);                 // 2.8e-324 rounds to the min subnormal
   EXPECT_EQ(fp_exp64(-0x1.74910d52d3051p+9), 0x1p-1074);  // the smallest input that gives 2^-1074
-  EXPECT_TRUE(same(fp_exp64(-0x1.74910d52d3052p+9), 0.0));
-  EXPECT_TRUE(same(fp_exp64(-1e300), 0.0));
+  EXPECT_TRUE(same_value(fp_exp64(-0x1.74910d52d3052p+9), 0.0));
+  EXPECT_TRUE(same_value(fp_exp64(-1e300), 0.0));
   const double sub = fp_exp64(-740.0);  // 4.2e-322: subnormal
   EXPECT_GT(sub, 0.0);
   EXPECT_LT(sub, 0x1p-1022);
@@ -491,7 +488,7 @@ TEST(NumericsExp, NarrowPrecisionsAreCorrectlyRoundedOnEveryInput) {
         continue;
       }
       const double want = round_to(p, static_cast<double>(expl(static_cast<long double>(x))));
-      ASSERT_TRUE(same(got, want)) << prec_name(p) << " " << std::hexfloat << x;
+      ASSERT_TRUE(same_value(got, want)) << prec_name(p) << " " << std::hexfloat << x;
       ++checked;
     }
   }
@@ -503,7 +500,7 @@ TEST(NumericsExp, F32IsRoundedFromF64) {
   std::uniform_real_distribution<double> d(-104.0, 89.0);
   for (int i = 0; i < 10000; ++i) {
     const double x = round_to(Prec::F32, d(g));
-    ASSERT_TRUE(same(apply_unop(UnOp::Exp, Prec::F32, x), round_to(Prec::F32, fp_exp64(x))));
+    ASSERT_TRUE(same_value(apply_unop(UnOp::Exp, Prec::F32, x), round_to(Prec::F32, fp_exp64(x))));
   }
   EXPECT_EQ(apply_unop(UnOp::Exp, Prec::F32, 89.0), kInf);
   EXPECT_EQ(apply_unop(UnOp::Exp, Prec::F32, -104.0), 0.0);
@@ -516,7 +513,7 @@ TEST(NumericsExp, F32IsRoundedFromF64) {
 TEST(NumericsExp, NarrowPathIsTheF64PathOnceRounded) {
   auto check = [](double x) {
     for (Prec p : {Prec::F32, Prec::F16, Prec::BF16})
-      ASSERT_TRUE(same(round_to(p, fp_exp_narrow(x)), round_to(p, fp_exp64(x))))
+      ASSERT_TRUE(same_value(round_to(p, fp_exp_narrow(x)), round_to(p, fp_exp64(x))))
           << prec_name(p) << " " << std::hexfloat << x;
   };
   for (std::uint32_t b = 0; b < 65536; ++b) {

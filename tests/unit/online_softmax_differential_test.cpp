@@ -13,6 +13,7 @@
 #include "core/attention.h"
 #include "core/interpreter.h"
 #include "online_softmax_fixtures.h"
+#include "tensor_expect.h"
 
 namespace fp {
 namespace {
@@ -131,18 +132,7 @@ TEST(OnlineSoftmaxDifferential, TrainingStepGradientsWithBackwardGateOff) {
   differential(drop, 1e-4);
 }
 
-bool bitwise_equal(const TensorMap& a, const TensorMap& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [node, t] : a) {
-    const auto& u = b.at(node).data;
-    if (t.data.size() != u.size()) return false;
-    for (std::size_t i = 0; i < u.size(); ++i)
-      if (!(std::isnan(t.data[i]) && std::isnan(u[i])) &&
-          std::bit_cast<std::uint64_t>(t.data[i]) != std::bit_cast<std::uint64_t>(u[i]))
-        return false;
-  }
-  return true;
-}
+using testing::bitwise_equal;
 
 TEST(OnlineSoftmaxDifferential, ValuePassHoistAloneIsBitwiseExact) {
   // With only shape 2 enabled the normalizer stays composed and every output must be bitwise

@@ -78,11 +78,6 @@ RowResult run_row(const Routine& r, Prec p, const std::vector<double>& x) {
   return {out.at("m").data[0], out.at("l").data[0]};
 }
 
-bool same(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) ||
-         std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-
 // Runs composed and rewritten on the row; m must agree bitwise, NaN in l exactly where composed.
 struct Both {
   RowResult composed, rewritten;
@@ -92,7 +87,7 @@ Both run_both(Prec p, const std::vector<double>& x) {
   RewriteResult res = rewrite(r);
   EXPECT_EQ(count_kind(res.routine, StmtKind::Scan), 1);
   Both b{run_row(r, p, x), run_row(res.routine, p, x)};
-  EXPECT_TRUE(same(b.composed.m, b.rewritten.m)) << b.composed.m << " vs " << b.rewritten.m;
+  EXPECT_TRUE(same_value(b.composed.m, b.rewritten.m)) << b.composed.m << " vs " << b.rewritten.m;
   EXPECT_EQ(std::isnan(b.composed.l), std::isnan(b.rewritten.l)) << b.composed.l << " vs " << b.rewritten.l;
   return b;
 }
