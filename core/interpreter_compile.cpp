@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -248,26 +249,31 @@ class Compiler {
     return d;
   }
 
+  // The f64 code of a float add, sub, mul or div (arith() picks the precision's variant).
+  static std::optional<Code> float_arith_f64(BinOp op) {
+    switch (op) {
+      case BinOp::Add:
+        return Code::AddF64;
+      case BinOp::Sub:
+        return Code::SubF64;
+      case BinOp::Mul:
+        return Code::MulF64;
+      case BinOp::Div:
+        return Code::DivF64;
+      default:
+        return std::nullopt;
+    }
+  }
+
   std::int32_t binary(const Expr& e) {
     FP_INTERNAL_CHECK(e.args.size() == 2, "{} takes two operands", binop_name(e.binop()));
     const std::int32_t a = operand(e.args[0], e.prec);
     const std::int32_t b = operand(e.args[1], e.prec);
     ++prog_.scalar_ops;
     const std::int32_t d = temp();
-    const bool fl = is_float(e.prec);
+    if (is_float(e.prec))
+      if (const std::optional<Code> c = float_arith_f64(e.binop())) return emit(arith(*c, e.prec), d, a, b), d;
     switch (e.binop()) {
-      case BinOp::Add:
-        if (fl) return emit(arith(Code::AddF64, e.prec), d, a, b), d;
-        break;
-      case BinOp::Sub:
-        if (fl) return emit(arith(Code::SubF64, e.prec), d, a, b), d;
-        break;
-      case BinOp::Mul:
-        if (fl) return emit(arith(Code::MulF64, e.prec), d, a, b), d;
-        break;
-      case BinOp::Div:
-        if (fl) return emit(arith(Code::DivF64, e.prec), d, a, b), d;
-        break;
       case BinOp::Max:
         return emit(Code::MaxF, d, a, b), d;
       case BinOp::Min:
@@ -276,7 +282,7 @@ class Compiler {
         return emit(Code::Eq, d, a, b), d;
       case BinOp::Lt:
         return emit(Code::Lt, d, a, b), d;
-      case BinOp::Pow:
+      default:
         break;
     }
     emit(Code::BinGeneric, d, a, b, pack_op(e.op, e.prec));
