@@ -136,59 +136,65 @@ const NodeCheck& violated_check(const std::vector<NodeCheck>& checks, const Mism
 // cells and values and writes it. The verdict itself was decided on the original pair; only the
 // case is smaller. A reduced case that does not replay as written (a bounded check the replay's
 // bounded:REL cannot express) falls back to the original sizes.
+// A refuted check's case: the pair it writes, the minimized inputs, the size reduction it keeps.
+struct MinimizedCase {
+  const Routine* src;
+  const Routine* tgt;
+  Found found;
+  std::vector<ExtentReduction> extents;
+  std::int64_t runs = 0;  // interpreter runs of the cell and value minimization
+};
+
+// The case at the reduced sizes, when the reduction shrank an extent and that case, minimized,
+// fails its replay as written.
+std::optional<MinimizedCase> reduced_case(const SizeReduction& red, const std::vector<NodeCheck>& checks) {
+  if (!red.reduced()) return std::nullopt;
+  PairRunner reduced(red.src, red.tgt, checks);
+  Found m = minimize_counterexample(reduced, red.found);
+  if (!case_replays(red.companions[0], red.companions[1], violated_check(checks, m.mismatch), m.inputs))
+    return std::nullopt;
+  return MinimizedCase{&red.companions[0], &red.companions[1], std::move(m), red.extents, reduced.runs()};
+}
+
 void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run,
                  const Routine& tgt_run, const std::vector<NodeCheck>& checks, Found found) {
   PairRunner runner(src_run, tgt_run, checks);
   SizeReductionOptions so;
   so.seed = o.limits.seed;
   if (!o.reduce_case_sizes) so.budget = 0;
-  SizeReduction red = reduce_sizes(runner, found, {t.src, t.tgt}, so);
-  const Routine* case_src = &t.src;
-  const Routine* case_tgt = &t.tgt;
-  std::vector<ExtentReduction> extents;
-  std::optional<Found> small;
-  std::int64_t minimize_runs = 0;
+  const SizeReduction red = reduce_sizes(runner, found, {t.src, t.tgt}, so);
   const std::string effort =
       fmt::format("{} candidate{}, {} rejected by the checker, {} interpreter runs", red.tried,
                   red.tried == 1 ? "" : "s", red.rejected_by_checker, red.runs);
-  if (red.reduced()) {
-    PairRunner reduced(red.src, red.tgt, checks);
-    Found m = minimize_counterexample(reduced, red.found);
-    minimize_runs = reduced.runs();
-    if (case_replays(red.companions[0], red.companions[1], violated_check(checks, m.mismatch), m.inputs)) {
-      small = std::move(m);
-      case_src = &red.companions[0];
-      case_tgt = &red.companions[1];
-      extents = red.extents;
-      v.steps.push_back(fmt::format(
-          "counterexample sizes reduced: {} (extents substituted in both routines; the resized pair passes "
-          "the checker and still fails; {})",
-          red.text(), effort));
-    } else {
-      v.steps.push_back(fmt::format(
-          "counterexample sizes not reduced: the case reduced by {} does not fail its replay as written; the "
-          "case keeps the obligation's sizes ({})",
-          red.text(), effort));
-    }
-  } else if (red.tried > 0) {
+  std::optional<MinimizedCase> small = reduced_case(red, checks);
+  if (small)
+    v.steps.push_back(fmt::format(
+        "counterexample sizes reduced: {} (extents substituted in both routines; the resized pair passes "
+        "the checker and still fails; {})",
+        red.text(), effort));
+  else if (red.reduced())
+    v.steps.push_back(fmt::format(
+        "counterexample sizes not reduced: the case reduced by {} does not fail its replay as written; the "
+        "case keeps the obligation's sizes ({})",
+        red.text(), effort));
+  else if (red.tried > 0)
     v.steps.push_back(
         fmt::format("counterexample sizes not reduced: no smaller extent keeps the failure ({})", effort));
-  }
   if (!small) {
     const std::int64_t before = runner.runs();
-    small = minimize_counterexample(runner, std::move(found));
-    minimize_runs = runner.runs() - before;
+    Found m = minimize_counterexample(runner, std::move(found));
+    small = MinimizedCase{&t.src, &t.tgt, std::move(m), {}, runner.runs() - before};
   }
-  const NodeCheck& violated = violated_check(checks, small->mismatch);
+  const NodeCheck& violated = violated_check(checks, small->found.mismatch);
   std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
-  v.counterexample =
-      write_case(dir, *case_src, *case_tgt, small->inputs, violated, small->mismatch, t.repro, extents);
-  v.message = fmt::format("{} (minimized: {}{})", v.message, small->mismatch.text(),
-                          extents.empty() ? ""
-                                          : "; sizes reduced: " + extents_text(extents) +
-                                                " (extents substituted in both routines)");
+  v.counterexample = write_case(dir, *small->src, *small->tgt, small->found.inputs, violated,
+                                small->found.mismatch, t.repro, small->extents);
+  v.message = fmt::format("{} (minimized: {}{})", v.message, small->found.mismatch.text(),
+                          small->extents.empty() ? ""
+                                                 : "; sizes reduced: " + extents_text(small->extents) +
+                                                       " (extents substituted in both routines)");
   v.steps.push_back(
-      fmt::format("counterexample minimized ({} interpreter runs) and written to {}", minimize_runs, dir));
+      fmt::format("counterexample minimized ({} interpreter runs) and written to {}", small->runs, dir));
 }
 
 void from_pair_check(Verdict& v, PairCheck pc, const Task& t, const EngineOptions& o,
