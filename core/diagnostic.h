@@ -18,6 +18,8 @@ enum ExitCode : int {
   kExitMalformed = 65,
   kExitMissingInput = 66,
   kExitInternal = 70,
+  kExitCantCreate = 73,  // EX_CANTCREAT: an output file cannot be created
+  kExitIoError = 74,     // EX_IOERR: writing, flushing or renaming an output failed
 };
 
 // A user-facing error: "file:line:col: expected ...". line/col 0 means "not located in a file"
