@@ -70,9 +70,11 @@ OutputComparison compare_output(const std::string& node, const Tensor& a, const 
       if (x != y) fail(fi, "an infinity on one side only");
       continue;
     }
-    const double scale = std::max(std::fabs(x), rms);
-    const double err = std::fabs(y - x);
-    const double rel = scale > 0 ? err / scale : (err > 0 ? INFINITY : 0);
+    // Rounded against agreement: the error up, the scale down, the quotient up (each operation
+    // rounds to nearest, so one step toward the safe side covers it).
+    const double scale = std::nextafter(std::max(std::fabs(x), rms), 0.0);
+    const double err = x == y ? 0 : std::nextafter(std::fabs(y - x), INFINITY);
+    const double rel = err == 0 ? 0 : scale > 0 ? std::nextafter(err / scale, INFINITY) : INFINITY;
     c.worst = std::max(c.worst, rel);
     if (rel > c.bound) fail(fi, fmt::format("relative error {:.3g} exceeds the bound {:.3g}", rel, c.bound));
   }

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -45,6 +46,7 @@ struct VerifyOptions {
   std::string fail_on = "unknown";
   bool no_cache = false;
   bool no_progress = false;
+  std::optional<double> run_budget_s;
   verify::EngineOptions engine;
   TierOptions tier;
   ConfigOptions config;
@@ -107,6 +109,10 @@ void run_verify(VerifyOptions& o) {
     throw UserError(kExitUsage, "", 0, 0,
                     "--timeout, --jobs and --mpfr-rows must be positive; --search-trials, --real-n "
                     "and --exp-ulp non-negative");
+  if (!(std::isfinite(o.engine.limits.budget_s) && o.engine.limits.budget_s > 0) ||
+      (o.run_budget_s && !(std::isfinite(*o.run_budget_s) && *o.run_budget_s > 0)))
+    throw UserError(kExitUsage, "", 0, 0, "--budget and --run-budget expect a positive number of seconds");
+  o.engine.run_budget_s = o.run_budget_s;
   o.engine.use_cache = !o.no_cache;
 
   auto t0 = std::chrono::steady_clock::now();
@@ -186,6 +192,11 @@ void setup_verify(CLI::App& app) {
                   "Exit non-zero on: refuted, or unknown (the default: CI fails on unknown too)");
   sub->add_option("--timeout", o->engine.limits.timeout_s,
                   "Wall-clock backstop per solver query, seconds (default 60)");
+  sub->add_option("--budget", o->engine.limits.budget_s,
+                  "Wall-clock budget per obligation, seconds, bounding every phase (solver, search, MPFR, "
+                  "reduction); running out gives unknown (resource limit) naming the phase (default 600)");
+  sub->add_option("--run-budget", o->run_budget_s,
+                  "Wall-clock budget of the whole run, seconds (default: none)");
   sub->add_option("--rlimit", o->engine.limits.rlimit,
                   "Z3 resource limit per query (deterministic; default 20000000)");
   sub->add_option("--jobs", o->engine.jobs, "Obligations discharged in parallel (default 1)");

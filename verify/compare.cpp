@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/diagnostic.h"
+#include "verify/error_bound.h"
 
 namespace fp::verify {
 
@@ -42,10 +44,11 @@ long double overflow_threshold(Prec p) {
 double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
-  const long double mag =
-      c.kind == NodeCheck::Kind::Relative ? std::fabs(static_cast<long double>(s)) : scale;
-  const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
+  const double mag = c.kind == NodeCheck::Kind::Relative ? std::fabs(s) : scale;
   if (std::isinf(s) || std::isinf(t)) {
+    // (Long double holds this sum within far less than the gap between the threshold and the
+    // largest finite value of any precision.)
+    const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
     if (s == t) return 0;
     if ((std::isinf(s) && std::isinf(t)) || !c.overflow_tolerant) return INFINITY;
     // One side overflowed: within the bound when the other can reach the overflow threshold.
@@ -53,10 +56,9 @@ double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
     if (std::signbit(fin) != std::signbit(inf) && fin != 0) return INFINITY;
     return std::fabs(static_cast<long double>(fin)) + allowed >= overflow_threshold(c.prec) ? 1 : INFINITY;
   }
-  const long double diff = std::fabs(static_cast<long double>(t) - static_cast<long double>(s));
-  if (diff == 0) return 0;
-  if (!(allowed > 0)) return INFINITY;
-  return static_cast<double>(diff / allowed);
+  if (std::isnan(mag)) return INFINITY;
+  // A scale that overflowed f64 is at least the largest double: round it down to that.
+  return error_fraction(s, t, c.rel, std::min(mag, std::numeric_limits<double>::max()), c.abs);
 }
 
 std::string Mismatch::text() const {

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "core/deadline.h"
 #include "core/diagnostic.h"
 #include "core/text_printer.h"
 #include "flashproof/version.h"
@@ -19,6 +20,7 @@
 #include "verify/case_writer.h"
 #include "verify/normalizer_check.h"
 #include "verify/pair_check.h"
+#include "verify/error_bound.h"
 #include "verify/proof_cache.h"
 #include "verify/size_reduction.h"
 #include "verify/smt/smt.h"
@@ -143,6 +145,7 @@ struct MinimizedCase {
   Found found;
   std::vector<ExtentReduction> extents;
   std::int64_t runs = 0;  // interpreter runs of the cell and value minimization
+  bool minimized = true;  // false: the wall-clock budget ran out first; written as found
 };
 
 // The case at the reduced sizes, when the reduction shrank an extent and that case, minimized,
@@ -156,9 +159,29 @@ std::optional<MinimizedCase> reduced_case(const SizeReduction& red, const std::v
   return MinimizedCase{&red.companions[0], &red.companions[1], std::move(m), red.extents, reduced.runs()};
 }
 
-void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run,
-                 const Routine& tgt_run, const std::vector<NodeCheck>& checks, Found found) {
-  PairRunner runner(src_run, tgt_run, checks);
+// Writes the case and records it in the verdict.
+void write_minimized_case(Verdict& v, const Task& t, const EngineOptions& o, const std::vector<NodeCheck>& checks,
+                          const MinimizedCase& c) {
+  const MinimizedCase* small = &c;
+  const NodeCheck& violated = violated_check(checks, small->found.mismatch);
+  std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
+  v.counterexample = write_case(dir, *small->src, *small->tgt, small->found.inputs, violated,
+                                small->found.mismatch, t.repro, small->extents);
+  v.message = fmt::format("{} ({}: {}{})", v.message, small->minimized ? "minimized" : "as found",
+                          small->found.mismatch.text(),
+                          small->extents.empty() ? ""
+                                                 : "; sizes reduced: " + extents_text(small->extents) +
+                                                       " (extents substituted in both routines)");
+  if (small->minimized)
+    v.steps.push_back(
+        fmt::format("counterexample minimized ({} interpreter runs) and written to {}", small->runs, dir));
+  else
+    v.steps.push_back(fmt::format("counterexample written as found to {}", dir));
+}
+
+// Reduces the sizes of `found`, minimizes it and writes it (attach_case).
+void minimize_and_write_case(Verdict& v, const Task& t, const EngineOptions& o, const PairRunner& runner,
+                             const std::vector<NodeCheck>& checks, Found found) {
   SizeReductionOptions so;
   so.seed = o.limits.seed;
   if (!o.reduce_case_sizes) so.budget = 0;
@@ -185,16 +208,20 @@ void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routin
     Found m = minimize_counterexample(runner, std::move(found));
     small = MinimizedCase{&t.src, &t.tgt, std::move(m), {}, runner.runs() - before};
   }
-  const NodeCheck& violated = violated_check(checks, small->found.mismatch);
-  std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
-  v.counterexample = write_case(dir, *small->src, *small->tgt, small->found.inputs, violated,
-                                small->found.mismatch, t.repro, small->extents);
-  v.message = fmt::format("{} (minimized: {}{})", v.message, small->found.mismatch.text(),
-                          small->extents.empty() ? ""
-                                                 : "; sizes reduced: " + extents_text(small->extents) +
-                                                       " (extents substituted in both routines)");
-  v.steps.push_back(
-      fmt::format("counterexample minimized ({} interpreter runs) and written to {}", small->runs, dir));
+  write_minimized_case(v, t, o, checks, *small);
+}
+
+void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run,
+                 const Routine& tgt_run, const std::vector<NodeCheck>& checks, Found found) {
+  PairRunner runner(src_run, tgt_run, checks);
+  const Found as_found = found;
+  try {
+    minimize_and_write_case(v, t, o, runner, checks, std::move(found));
+  } catch (const DeadlineExceeded& e) {
+    // The verdict stands (it was decided before); only the case stays as found.
+    v.steps.push_back(fmt::format("counterexample neither reduced nor minimized: {}", e.text()));
+    write_minimized_case(v, t, o, checks, MinimizedCase{&t.src, &t.tgt, as_found, {}, 0, false});
+  }
 }
 
 void from_pair_check(Verdict& v, PairCheck pc, const Task& t, const EngineOptions& o,
@@ -217,13 +244,9 @@ std::optional<double> parse_claim(const std::string& claim) {
   if (claim == "exact") return std::nullopt;
   const std::string prefix = "bounded:";
   if (claim.rfind(prefix, 0) == 0) {
-    std::string num = claim.substr(prefix.size());
-    try {
-      std::size_t used = 0;
-      double rel = std::stod(num, &used);
-      if (used == num.size() && std::isfinite(rel) && rel > 0) return rel;
-    } catch (const std::exception&) {
-    }
+    // Rounded down: the checks never allow more than the decimal the user wrote.
+    const std::optional<double> rel = parse_decimal_rounded_down(claim.substr(prefix.size()));
+    if (rel && std::isfinite(*rel) && *rel > 0) return rel;
   }
   throw UserError(
       kExitUsage, "", 0, 0,
@@ -305,10 +328,9 @@ Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::st
   return t;
 }
 
-Verdict discharge(const Task& t, const EngineOptions& o) {
-  auto t0 = std::chrono::steady_clock::now();
-  Verdict v;
-  fill_common(v, t, o);
+namespace {
+// The obligation's work into `v` (filled in by fill_common), under the deadline discharge installs.
+void discharge_into(Verdict& v, const Task& t, const EngineOptions& o) {
   const std::string dump = dump_prefix(t, o);
   const std::vector<std::string> nodes = covered_nodes(t);
   PairCheckOptions pco;
@@ -321,7 +343,18 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
       lift = lift_value_pass(t.src, t.tgt, t.app, o.limits, dump.empty() ? "" : dump + "-lift");
       for (const auto& s : lift->steps) v.steps.push_back(s);
     }
-    from_pair_check(v, check_pair(t.src, t.tgt, nodes, pco), t, o, nodes);
+    if (lift && lift->proved) {
+      // The all-sizes proof stands whatever the concrete check's budget allows.
+      try {
+        from_pair_check(v, check_pair(t.src, t.tgt, nodes, pco), t, o, nodes);
+      } catch (const DeadlineExceeded& e) {
+        v.kind = VerdictKind::Unknown;
+        v.message = e.text();
+        v.steps.push_back("concrete check stopped: " + e.text());
+      }
+    } else {
+      from_pair_check(v, check_pair(t.src, t.tgt, nodes, pco), t, o, nodes);
+    }
     if (lift && lift->proved) {
       // The lift is a proof for every extent; the concrete check can only agree with it.
       FP_INTERNAL_CHECK(v.kind != VerdictKind::Refuted,
@@ -365,6 +398,28 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
     v.message = fmt::format("no certifier for the bounded claim {} of {}", t.obligation.claim, t.shape);
   }
   if (!v.proved() && v.scope.text.empty()) v.scope = Scope{false, concrete_scope(t.src)};
+}
+}  // namespace
+
+Verdict discharge(const Task& t, const EngineOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Verdict v;
+  fill_common(v, t, o);
+  try {
+    ScopedDeadline budget(o.limits.budget_s,
+                          fmt::format("the obligation's wall-clock budget ({:g} s, --budget)", o.limits.budget_s));
+    discharge_into(v, t, o);
+  } catch (const DeadlineExceeded& e) {
+    // The steps so far stay: they say how far the obligation got.
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::ResourceLimit;
+    v.decided_by_clock = true;
+    v.bound.reset();
+    v.counterexample.reset();
+    v.message = fmt::format("{}: no verdict", e.text());
+    v.steps.push_back(v.message);
+    v.scope = Scope{false, concrete_scope(t.src)};
+  }
   v.seconds = elapsed(t0);
   return v;
 }
@@ -417,14 +472,22 @@ std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOp
     todo.push_back(i);
   }
   std::atomic<std::size_t> next{0};
+  const auto run_end =
+      o.run_budget_s ? std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                             std::chrono::duration<double>(*o.run_budget_s))
+                     : std::chrono::steady_clock::time_point::max();
+  const std::string run_label =
+      o.run_budget_s ? fmt::format("the run's wall-clock budget ({:g} s, --run-budget)", *o.run_budget_s) : "";
   auto worker = [&] {
+    ScopedDeadline run_budget(run_end, run_label);
     for (;;) {
       std::size_t k = next.fetch_add(1);
       if (k >= todo.size()) return;
       const Task& t = tasks[todo[k]];
       if (o.progress) o.progress->started(t);
       Verdict v = discharge(t, o);
-      if (o.use_cache && v.reason != UnknownReason::Timeout) cache.put(cache_key(t, o.limits), to_json(v));
+      if (o.use_cache && v.reason != UnknownReason::Timeout && !v.decided_by_clock)
+        cache.put(cache_key(t, o.limits), to_json(v));
       if (o.progress) o.progress->finished(t, v);
       out[todo[k]] = std::move(v);
     }

@@ -57,6 +57,9 @@ struct EngineOptions {
   // (verify/size_reduction.h); off writes it at the obligation's sizes.
   bool reduce_case_sizes = true;
   int jobs = 1;
+  // Wall-clock budget of the whole run (every obligation); none when unset. Obligations it cuts
+  // short or never starts end unknown (resource limit), like those their own budget_s stops.
+  std::optional<double> run_budget_s;
   ProgressSink* progress = nullptr;
 };
 

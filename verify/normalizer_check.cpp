@@ -216,6 +216,7 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
   lj.erase("search_trials");
   lj.erase("max_terms");
   lj.erase("timeout_s");
+  lj.erase("budget_s");
   const std::string key =
       sha256_hex(fmt::format("flashproof-certificate|engine {}|semantics {}|z3 {}|{}|n {}|{}", kEngineVersion,
                              kSemanticsVersion, smt::solver_version(), prec_name(storage), n, lj.dump()));
@@ -424,7 +425,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   }
   res.steps.push_back(bi.parts.back().detail);
   // Adversarial search: the full budget when the recurrence is not established.
-  const int trials = recurrence ? std::max(1, limits.search_trials / 4) : limits.search_trials;
+  const int trials = scaled_search_trials(
+      runner, recurrence ? std::max(1, limits.search_trials / 4) : limits.search_trials);
   if (auto found = search_counterexample(runner, trials, limits.seed)) {
     res.kind = VerdictKind::Refuted;
     res.message = "outside the bound: " + found->mismatch.text();

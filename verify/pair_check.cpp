@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/deadline.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
@@ -176,12 +177,14 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     res.counterexample = std::move(*found);
     return res;
   }
-  res.steps.push_back(fmt::format("counterexample search: {} trials, none differs", o.limits.search_trials));
+  const int trials = scaled_search_trials(runner, o.limits.search_trials);
+  res.steps.push_back(fmt::format("counterexample search: {} trials{}, none differs", trials,
+                                  trials < o.limits.search_trials ? " (scaled down with the routines' size)" : ""));
   if (!symbolic) {
     res.kind = VerdictKind::Unknown;
     res.reason = UnknownReason::ResourceLimit;
     res.message = fmt::format("symbolic execution exceeded {} terms; no counterexample in {} trials",
-                              o.limits.max_terms, o.limits.search_trials);
+                              o.limits.max_terms, trials);
     return res;
   }
 
@@ -278,11 +281,22 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
       return res;
     }
     FP_INTERNAL_CHECK(
-        approx,
+        approx || o.rel,
         "Z3 found a model separating terms without exp or pow that the interpreter does not reproduce "
         "(an encoding bug); cells {}",
         cells_text);
     res.kind = VerdictKind::Unknown;
+    if (!approx) {
+      // The bound query rounds the difference up and the allowed error down, so that unsat is a
+      // proof; a model within that rounding of the bound is not a violation.
+      res.reason = UnknownReason::Approximation;
+      res.message = fmt::format(
+          "Z3's model for {} lies within the rounding of the over-approximated bound comparison: the "
+          "interpreter shows no violation on it",
+          cells_text);
+      res.steps.push_back(res.message);
+      return res;
+    }
     res.reason = UnknownReason::Approximation;
     const CellRef& w = differing[at + static_cast<std::size_t>(std::max(0, out.witness))];
     res.message = fmt::format(

@@ -31,9 +31,9 @@ std::string limits_text(const Limits& l) {
   return fmt::format(
       "rlimit {}, timeout {} s, max terms {}, search {} trials, reals n <= {} ({} s per query), MPFR {} rows "
       "at {} "
-      "bits, seed {}",
+      "bits, seed {}, budget {} s per obligation",
       l.rlimit, l.timeout_s, l.max_terms, l.search_trials, l.real_n, l.real_timeout_s, l.mpfr_rows,
-      l.mpfr_bits, l.seed);
+      l.mpfr_bits, l.seed, l.budget_s);
 }
 
 json summary_json(const Summary& s) {

@@ -1,10 +1,13 @@
 #include "verify/search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 
+#include "core/deadline.h"
+#include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 
@@ -148,10 +151,35 @@ TensorMap trial_inputs(const Routine& r, int k, std::uint64_t seed, std::string&
   return in;
 }
 
+// Scalar operations of one statement executed `times` times, nested statements included.
+double statement_work(const Stmt& s, double times) {
+  double own = 0;
+  for_each_own_expr(s, [&](const ExprP& e) { for_each_expr(e, [&](const Expr&) { own += 1; }); });
+  double work = times * (1 + own);
+  double inner = times;
+  if (s.kind == StmtKind::For || s.kind == StmtKind::Scan)
+    inner *= static_cast<double>(std::max<std::int64_t>(0, s.to - s.from + 1));
+  for (const auto& b : s.body) work += statement_work(*b, inner);
+  return work;
+}
+
 }  // namespace
 
+double routine_work(const Routine& r) {
+  return r.body ? statement_work(*r.body, 1) : 0;
+}
+
+int scaled_search_trials(const PairRunner& runner, int requested) {
+  const double per_trial = routine_work(runner.src()) + routine_work(runner.tgt());
+  if (per_trial <= 0) return requested;
+  const double fit = std::floor(kSearchWork / per_trial);
+  return static_cast<int>(std::min<double>(requested, std::max<double>(std::min(requested, kMinSearchTrials), fit)));
+}
+
 std::optional<Found> search_counterexample(const PairRunner& runner, int trials, std::uint64_t seed) {
+  trials = scaled_search_trials(runner, trials);
   for (int k = 0; k < trials; ++k) {
+    check_deadline("counterexample search");
     std::string family;
     TensorMap in = trial_inputs(runner.src(), k, seed, family);
     if (auto m = runner.run(in)) return Found{std::move(in), *m, family, k};
@@ -162,6 +190,7 @@ std::optional<Found> search_counterexample(const PairRunner& runner, int trials,
 Found minimize_counterexample(const PairRunner& runner, Found found, int budget) {
   int runs = 0;
   auto still_fails = [&](const TensorMap& in) -> std::optional<Mismatch> {
+    check_deadline("counterexample minimization");
     ++runs;
     return runner.run(in);
   };

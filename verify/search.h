@@ -28,9 +28,23 @@ struct Found {
   int trial = 0;
 };
 
+// Runs up to scaled_search_trials(runner, trials) trials; polls the thread's deadline
+// (core/deadline.h) before each.
 std::optional<Found> search_counterexample(const PairRunner& runner, int trials, std::uint64_t seed);
 
-// Minimizes a failing input set within `budget` interpreter runs (pairs).
+// Search trials scale down with size: a trial runs both routines once, and the search spends at
+// most kSearchWork scalar operations (routine_work) in all — but never fewer than kMinSearchTrials
+// trials (nor more than requested). Deterministic in the routines, so a verdict does not depend
+// on the machine's speed. (1500 trials of the 2-head 64×64 demo attention fit; a seq-512 head gets
+// a few dozen.)
+inline constexpr double kSearchWork = 8e9;
+inline constexpr int kMinSearchTrials = 16;
+int scaled_search_trials(const PairRunner& runner, int requested);
+// The scalar operations one interpreter run of r executes: each statement's expression nodes plus
+// one, times its loops' trip counts.
+double routine_work(const Routine& r);
+
+// Minimizes a failing input set within `budget` interpreter runs (pairs); polls the deadline.
 Found minimize_counterexample(const PairRunner& runner, Found found, int budget = 400);
 
 // Inputs from solver values: store variables' (node, cell) values, every other cell 0, each

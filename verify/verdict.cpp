@@ -73,7 +73,8 @@ json to_json(const Limits& l) {
               {"max_terms", l.max_terms}, {"search_trials", l.search_trials},
               {"real_n", l.real_n},       {"real_timeout_s", l.real_timeout_s},
               {"mpfr_rows", l.mpfr_rows}, {"mpfr_bits", l.mpfr_bits},
-              {"exp_ulp", l.exp_ulp},     {"seed", l.seed}};
+              {"exp_ulp", l.exp_ulp},     {"seed", l.seed},
+              {"budget_s", l.budget_s}};
 }
 
 static Limits limits_of(const json& j) {
@@ -88,6 +89,7 @@ static Limits limits_of(const json& j) {
   l.mpfr_bits = j.at("mpfr_bits").get<int>();
   l.exp_ulp = j.at("exp_ulp").get<double>();
   l.seed = j.at("seed").get<std::uint64_t>();
+  l.budget_s = j.at("budget_s").get<double>();
   return l;
 }
 

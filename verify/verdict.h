@@ -51,6 +51,9 @@ struct Limits {
   int mpfr_bits = 200;                  // MPFR reference precision
   double exp_ulp = 0.52;                // assumed error of fp_exp64 in binary64 ulps
   std::uint64_t seed = 1;               // seed of every random choice (inputs, rows)
+  double budget_s = 600;                // wall-clock budget per obligation, every phase together
+                                        // (core/deadline.h); running out ends in unknown
+                                        // (resource limit) naming the phase
 };
 
 struct Scope {
@@ -135,6 +138,8 @@ struct Verdict {
   std::vector<std::string> steps;  // what was checked, in order
   double seconds = 0;
   bool cached = false;
+  // Decided by a wall-clock budget running out: not deterministic, so never cached.
+  bool decided_by_clock = false;
 
   bool proved() const { return kind == VerdictKind::Exact || kind == VerdictKind::Bounded; }
 };

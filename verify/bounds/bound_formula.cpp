@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "verify/error_bound.h"
+
 namespace fp::verify {
 
 namespace {
@@ -13,9 +15,7 @@ using LD = long double;
 // Rounds a long double bound up to a double that is not below it, plus a little slack for the
 // long double evaluation's own rounding (a handful of 2^-64 relative errors).
 double up(LD v) {
-  double d = static_cast<double>(v * (1 + 1e-15L));
-  while (static_cast<LD>(d) < v) d = std::nextafter(d, INFINITY);
-  return d;
+  return round_up_to_double(v * (1 + 1e-15L));
 }
 
 LD e_lower() {

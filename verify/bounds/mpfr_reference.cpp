@@ -9,12 +9,14 @@
 #include <limits>
 #include <map>
 
+#include "core/deadline.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "rewrites/tier.h"
 #include "verify/bounds/bound_formula.h"
+#include "verify/error_bound.h"
 
 namespace fp::verify {
 
@@ -28,6 +30,17 @@ struct Mpfr {
   Mpfr(const Mpfr&) = delete;
   Mpfr& operator=(const Mpfr&) = delete;
 };
+
+// |a - ref| + ref_error, rounded up: the observed error never below the truth, whatever the
+// sign of the difference (ref_error bounds the reference's own rounding).
+void error_up(mpfr_t out, double a, const mpfr_t ref, const mpfr_t ref_error) {
+  mpfr_set_d(out, a, MPFR_RNDN);  // exact: out has at least 53 bits
+  if (mpfr_cmp(out, ref) >= 0)
+    mpfr_sub(out, out, ref, MPFR_RNDU);
+  else
+    mpfr_sub(out, ref, out, MPFR_RNDU);
+  mpfr_add(out, out, ref_error, MPFR_RNDU);
+}
 
 const char* const kFamilies[] = {"uniform",       "wide-range",  "ties",           "-inf-prefix",
                                  "near-overflow", "near-lowest", "increasing",     "increasing-step-1",
@@ -187,7 +200,8 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
   std::vector<FamilyStats> fam(kFamilyCount);
   for (int i = 0; i < kFamilyCount; ++i) fam[static_cast<std::size_t>(i)].name = kFamilies[i];
 
-  Mpfr sum(rep.bits), term(rep.bits), mx(rep.bits), tmp(rep.bits), err(rep.bits);
+  Mpfr sum(rep.bits), term(rep.bits), mx(rep.bits), tmp(rep.bits), err(rep.bits), sum_err(rep.bits),
+      den(rep.bits);
   for (auto& [n, rows] : by_n) {
     const NormalizerBound b = normalizer_bound(storage, rep.state, n, limits.exp_ulp);
     const auto R = static_cast<std::int64_t>(rows.size());
@@ -203,6 +217,7 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
     TensorMap in{{"x", x}};
     TensorMap src = interpret(composed, in), tgt = interpret(rw.routine, in);
     for (std::int64_t i = 0; i < R; ++i) {
+      if ((i & 255) == 0) check_deadline("MPFR reference rows");
       const Row& row = rows[static_cast<std::size_t>(i)];
       FamilyStats& fs = fam[static_cast<std::size_t>(row.family)];
       ++rep.rows;
@@ -239,17 +254,19 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
         mpfr_exp(term.v, tmp.v, MPFR_RNDN);
         mpfr_add(sum.v, sum.v, term.v, MPFR_RNDN);
       }
+      // S carries n exps, n subtractions and n additions rounded to nearest at rep.bits: its
+      // relative error is below (n + 4)·2^(1 - bits). Errors are rounded up, S·bound down.
+      mpfr_mul_d(sum_err.v, sum.v, static_cast<double>(row.x.size() + 4), MPFR_RNDU);
+      mpfr_mul_2si(sum_err.v, sum_err.v, 1 - rep.bits, MPFR_RNDU);
       auto ratio_to_s = [&](double l, double bnd) {
-        mpfr_set_d(err.v, l, MPFR_RNDN);
-        mpfr_sub(err.v, err.v, sum.v, MPFR_RNDN);
-        mpfr_abs(err.v, err.v, MPFR_RNDN);
-        mpfr_div(err.v, err.v, sum.v, MPFR_RNDN);
-        return mpfr_get_d(err.v, MPFR_RNDU) / bnd;
+        error_up(err.v, l, sum.v, sum_err.v);
+        mpfr_sub(den.v, sum.v, sum_err.v, MPFR_RNDD);
+        mpfr_mul_d(den.v, den.v, bnd, MPFR_RNDD);
+        mpfr_div(err.v, err.v, den.v, MPFR_RNDU);
+        return mpfr_get_d(err.v, MPFR_RNDU);
       };
       const double rs = ratio_to_s(ls, b.b_src), rt = ratio_to_s(lt, b.b_tgt);
-      const long double pair = std::fabs(static_cast<long double>(lt) - static_cast<long double>(ls)) /
-                               (static_cast<long double>(b.rel) * ls);
-      const double rp = static_cast<double>(pair);
+      const double rp = error_fraction(ls, lt, b.rel, std::fabs(ls), 0);
       rep.worst_src = std::max(rep.worst_src, rs);
       rep.worst_tgt = std::max(rep.worst_tgt, rt);
       fs.worst = std::max(fs.worst, rp);
@@ -276,7 +293,7 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
 ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed) {
   ExpUlpMeasure m;
   SplitMix64 rng(seed ^ 0x657870756c70ull);
-  Mpfr ref(160), x(160), diff(160);
+  Mpfr ref(160), x(160), diff(160), ref_err(160);
   for (std::int64_t i = 0; i < samples; ++i) {
     double v;
     switch (i % 4) {
@@ -302,10 +319,10 @@ ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed) {
     int e = 0;
     std::frexp(got, &e);
     const int ulp_exp = std::max(e - 53, -1074);
-    mpfr_set_d(diff.v, got, MPFR_RNDN);
-    mpfr_sub(diff.v, diff.v, ref.v, MPFR_RNDN);
-    mpfr_abs(diff.v, diff.v, MPFR_RNDN);
-    mpfr_mul_2si(diff.v, diff.v, -ulp_exp, MPFR_RNDN);  // in ulps, before leaving MPFR
+    mpfr_abs(ref_err.v, ref.v, MPFR_RNDU);  // the reference is exp rounded once at 160 bits
+    mpfr_mul_2si(ref_err.v, ref_err.v, -159, MPFR_RNDU);
+    error_up(diff.v, got, ref.v, ref_err.v);
+    mpfr_mul_2si(diff.v, diff.v, -ulp_exp, MPFR_RNDU);  // in ulps (exact), before leaving MPFR
     double err = mpfr_get_d(diff.v, MPFR_RNDU);
     ++m.samples;
     if (err > m.max_ulp) {

@@ -443,8 +443,14 @@ SmtOutcome find_bound_violation(const TermStore& store, const std::vector<std::p
                       z3::expr rne(c, Z3_mk_fpa_rne(c)), rtp(c, Z3_mk_fpa_rtp(c)), rtz(c, Z3_mk_fpa_rtz(c));
                       z3::expr ws(c, Z3_mk_fpa_to_fp_float(c, rne, s, wide)),
                           wt(c, Z3_mk_fpa_to_fp_float(c, rne, t, wide));
-                      z3::expr diff(c, Z3_mk_fpa_abs(c, z3::expr(c, Z3_mk_fpa_sub(c, rtp, wt, ws))));
-                      z3::expr rel_w(c, Z3_mk_fpa_to_fp_float(c, rne, c.fpa_val(rel), wide));
+                      // |t - s| rounded up in either sign: the larger operand minus the smaller,
+                      // rounded toward +inf (the abs of a difference rounded toward +inf would
+                      // round a negative difference's magnitude down).
+                      z3::expr up_ts(c, Z3_mk_fpa_sub(c, rtp, wt, ws)), up_st(c, Z3_mk_fpa_sub(c, rtp, ws, wt));
+                      z3::expr diff = z3::ite(z3::expr(c, Z3_mk_fpa_geq(c, wt, ws)), up_ts, up_st);
+                      // REL rounded toward zero into the narrower format (rounding to nearest can
+                      // raise it).
+                      z3::expr rel_w(c, Z3_mk_fpa_to_fp_float(c, rtz, c.fpa_val(rel), wide));
                       z3::expr allowed(c, Z3_mk_fpa_mul(c, rtz, rel_w, z3::expr(c, Z3_mk_fpa_abs(c, ws))));
                       z3::expr finite = !nan_s && !nan_t && !inf_s && !inf_t;
                       return (nan_s != nan_t) || (!nan_s && !nan_t && (inf_s || inf_t) && !(s == t)) ||

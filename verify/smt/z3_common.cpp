@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
+
+#include "core/deadline.h"
 
 namespace fp::verify::smt {
 
@@ -56,6 +59,10 @@ SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
     out << s.to_smt2();
   }
   SmtOutcome o;
+  // The thread's wall-clock budget (core/deadline.h) caps the backstop; a query it cuts short ends
+  // the obligation (DeadlineExceeded) rather than reading as this query's own timeout.
+  check_deadline("solver query");
+  const double timeout_s = std::min(limits.timeout_s, seconds_left());
   auto t0 = std::chrono::steady_clock::now();
   // The wall-clock backstop: a watchdog interrupts the context (Z3_interrupt is the API meant to
   // be called from another thread) when the check outlives the timeout.
@@ -66,7 +73,7 @@ SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
   std::thread watchdog([&] {
     std::unique_lock<std::mutex> lock(mu);
     auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                             std::chrono::duration<double>(limits.timeout_s));
+                             std::chrono::duration<double>(timeout_s));
     if (!cv.wait_until(lock, deadline, [&] { return done; })) ctx.interrupt();
   });
   z3::check_result r = z3::unknown;
@@ -97,8 +104,9 @@ SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
     o.reason = s.reason_unknown();
     // Z3 reports an exhausted rlimit as "max. resource limit exceeded" or, from some tactics,
     // "canceled"; only the clock tells the wall-clock backstop apart.
-    o.timed_out = o.reason.find("timeout") != std::string::npos || o.seconds >= 0.95 * limits.timeout_s;
+    o.timed_out = o.reason.find("timeout") != std::string::npos || o.seconds >= 0.95 * timeout_s;
     o.resource_out = !o.timed_out;
+    if (o.timed_out) check_deadline("solver query");
   }
   return o;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "core/deadline.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 #include "core/text_printer.h"
@@ -189,6 +190,7 @@ TermP TermStore::intern(Term t) {
   t.hash = h;
   if (auto it = index_.find(&t); it != index_.end()) return *it;
   if (terms_.size() >= max_terms_) throw TermLimitExceeded(max_terms_);
+  if ((terms_.size() & 0xffff) == 0) check_deadline("symbolic execution");
   t.id = static_cast<std::uint32_t>(terms_.size());
   t.approx = t.op == TermOp::Exp || t.op == TermOp::Pow;
   for (int i = 0; i < t.nargs; ++i) t.approx = t.approx || t.args[i]->approx;

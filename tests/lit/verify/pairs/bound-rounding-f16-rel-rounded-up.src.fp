@@ -1,0 +1,6 @@
+# Source of the pair bound-rounding-f16-rel-rounded-up (see bound-rounding-f16-rel-rounded-up.tgt.fp for what is checked).
+routine pair_bound_rounding_f16_rel_rounded_up_src {
+  node a : f16[1] materialized input
+  node o : f16[1] materialized output
+  o[0] = a[0]
+}
