@@ -2,8 +2,6 @@
 
 #include "core/sha256.h"
 
-#include <fmt/format.h>
-
 #include <array>
 #include <cstdint>
 
@@ -27,7 +25,7 @@ std::uint32_t rotr(std::uint32_t x, int n) {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) {
+Sha256Digest sha256(std::string_view data) {
   std::uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   std::string msg(data);
@@ -72,9 +70,25 @@ std::string sha256_hex(std::string_view data) {
     h[6] += g;
     h[7] += hh;
   }
-  std::string hex;
-  for (std::uint32_t v : h) hex += fmt::format("{:08x}", v);
+  Sha256Digest out{};
+  for (std::size_t i = 0; i < 8; ++i)
+    for (std::size_t b = 0; b < 4; ++b) out[4 * i + b] = static_cast<std::uint8_t>(h[i] >> (24 - 8 * b));
+  return out;
+}
+
+std::string hex_of(const std::uint8_t* bytes, std::size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex(2 * size, '0');
+  for (std::size_t i = 0; i < size; ++i) {
+    hex[2 * i] = kDigits[bytes[i] >> 4];
+    hex[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
   return hex;
+}
+
+std::string sha256_hex(std::string_view data) {
+  const Sha256Digest d = sha256(data);
+  return hex_of(d.data(), d.size());
 }
 
 }  // namespace fp

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "core/diagnostic.h"
 #include "exec/cuda_codegen.h"
@@ -556,29 +557,25 @@ class CudaExecutor final : public Executor {
     ProgramPlan plan = make_plan(r, opts_.placement);
     CudaProgramText text = generate_cuda(plan);
     const CudaCompiler c = preferred_compiler();
-    // Cubins are cached by content like the C objects (source, compiler, options, architecture).
+    // Cubins are cached by content like the C objects (source, compiler, options, architecture),
+    // sealed in the same private cache (exec/jit.h): the image handed to the driver is the one
+    // whose seal was verified, never bytes someone planted under the key.
     const std::string key = sha256_hex("flashproof-cuda-v1\n" + std::string(cuda_compiler_name(c)) + "\n" +
                                        d.arch + "\n" + text.source);
-    const std::string dir = opts_.cache_dir.empty() ? default_cache_dir() : opts_.cache_dir;
-    const std::string path = dir + "/" + key + ".cubin";
+    const std::string name = key + ".cubin";
+    std::optional<PrivateCache> cache;
+    if (opts_.use_cache)
+      cache.emplace(jit_cache_spec(opts_.cache_dir.empty() ? default_cache_dir() : opts_.cache_dir));
     std::string image;
-    if (opts_.use_cache) {
-      std::ifstream f(path, std::ios::binary);
-      if (f) image.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    }
+    if (cache)
+      if (std::optional<std::string> sealed = cache->read_sealed(name)) image = std::move(*sealed);
     if (image.empty()) {
       CudaBinary bin = compile_cuda(text.source, d.arch, c);
       if (!bin.ok)
         internal_failure(__FILE__, __LINE__, "generated CUDA compiles",
                          fmt::format("{} failed for {}:\n{}", cuda_compiler_name(c), d.arch, bin.log));
       image = std::move(bin.image);
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(image.data(), static_cast<std::streamsize>(image.size()));
-      f.close();
-      std::filesystem::rename(tmp, path, ec);
+      if (cache) cache->write_sealed(name, image);
     }
     return std::make_unique<CudaProgram>(std::move(plan), std::move(text), image, opts_.source_name);
   }

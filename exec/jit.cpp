@@ -1,4 +1,5 @@
-// The C JIT (exec/jit.h): content-hashed object cache, compiler via posix_spawnp, dlopen.
+// The C JIT (exec/jit.h): content-hashed, sealed object cache; compiler via posix_spawnp; dlopen
+// through the verified descriptor.
 
 #include "exec/jit.h"
 
@@ -10,18 +11,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/private_directory.h"
 #include "core/sha256.h"
 #include "exec/executor.h"
 
@@ -30,11 +38,6 @@ extern char** environ;
 namespace fp {
 
 namespace {
-
-// ---- SHA-256 --------------------------------------------------------------------------------------
-
-
-// ---- files ------------------------------------------------------------------------------------
 
 // The host CPU's model and feature flags (what -march=native compiles for).
 const std::string& cpu_identity() {
@@ -75,8 +78,125 @@ std::string unique_suffix() {
   return fmt::format("{}-{:016x}", getpid(), rng());
 }
 
-}  // namespace
+// A shared object larger than this is not one flashproof generated: never read from the cache.
+constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{1} << 30;
 
+// ---- this process's private directory ---------------------------------------------------------
+
+// Set when a failed compile's source was kept there for the user to read.
+std::atomic<bool> g_keep_process_dir{false};
+
+const std::string& process_dir();
+
+void remove_process_dir() {
+  std::error_code ec;
+  if (!g_keep_process_dir) std::filesystem::remove_all(process_dir(), ec);
+}
+
+// Where to compile when no cache may be written, and the cache itself when there is no HOME and
+// no XDG_CACHE_HOME: a fresh mkdtemp directory, so nobody can create it first. Never destroyed
+// (the exit handler that removes it needs the name after static destructors ran).
+const std::string& process_dir() {
+  static const std::string* dir = [] {
+    auto* d = new std::string(make_fresh_private_directory("flashproof-jit-"));
+    std::atexit(remove_process_dir);
+    return d;
+  }();
+  return *dir;
+}
+
+// ---- compiling ---------------------------------------------------------------------------------
+
+// A fresh object: its temporaries in the directory it was compiled in, and its bytes, read
+// through `fd`, which stays open so they can be loaded as they were read.
+struct CompiledObject {
+  std::string src, so;
+  int fd = -1;
+  std::string bytes;
+};
+
+[[noreturn]] void compile_failed(const JitOptions& opts, const std::vector<std::string>& argv, int rc,
+                                 const std::string& kept, const std::string& out) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  const std::string msg =
+      fmt::format("compiling generated C failed (exit {}): {}\n  source: {}\n{}", rc, cmd, kept, out);
+  if (opts.flags_from_user || rc < 0 || rc == 127) throw ExecError(msg);
+  internal_failure(__FILE__, __LINE__, "generated C compiles", msg);
+}
+
+CompiledObject compile_object(const std::string& source, const JitOptions& opts, const std::string& dir,
+                              const std::string& key) {
+  CompiledObject obj;
+  const std::string tag = unique_suffix();
+  obj.src = fmt::format("{}/.tmp-{}-{}.c", dir, key, tag);
+  obj.so = fmt::format("{}/.tmp-{}-{}.so", dir, key, tag);
+  write_file_atomically(obj.src, source, 0600);
+  std::vector<std::string> argv{opts.cc, "-x", "c"};
+  for (auto& f : split_flags(opts.flags)) argv.push_back(std::move(f));
+  argv.insert(argv.end(), {"-o", obj.so, obj.src, "-lm"});
+  std::string out;
+  const int rc = run_program(argv, out);
+  if (rc != 0) {
+    std::remove(obj.so.c_str());
+    const std::string kept = dir + "/" + key + ".c";
+    std::rename(obj.src.c_str(), kept.c_str());
+    if (dir == process_dir()) g_keep_process_dir = true;
+    compile_failed(opts, argv, rc, kept, out);
+  }
+  obj.fd = ::open(obj.so.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  std::optional<std::string> bytes = obj.fd >= 0 ? read_open_file(obj.fd) : std::nullopt;
+  if (!bytes) {
+    if (obj.fd >= 0) ::close(obj.fd);
+    std::remove(obj.so.c_str());
+    std::remove(obj.src.c_str());
+    throw ExecError(fmt::format("the C compiler '{}' exited 0 but '{}' cannot be read", opts.cc, obj.so));
+  }
+  obj.bytes = std::move(*bytes);
+  return obj;
+}
+
+// ---- loading -----------------------------------------------------------------------------------
+
+std::string proc_fd_path(int fd) {
+  return fmt::format("/proc/self/fd/{}", fd);
+}
+
+// Objects this process loaded, by file identity: one loaded file is one SharedObject, loaded under
+// one descriptor's name (the loader would otherwise add a second name to the same object).
+std::mutex g_loaded_mutex;
+std::map<std::pair<dev_t, ino_t>, std::weak_ptr<SharedObject>> g_loaded;
+
+// Loads the file `f` (whose bytes were verified, or just compiled, through this descriptor) by its
+// descriptor, never by a name that could meanwhile point elsewhere. nullptr with `error` set when
+// the loader refuses it.
+std::shared_ptr<SharedObject> load_verified(VerifiedFile f, const std::string& shown, std::string& error) {
+  struct stat st {};
+  if (::fstat(f.fd(), &st) != 0) {
+    error = std::strerror(errno);
+    return nullptr;
+  }
+  const auto id = std::make_pair(st.st_dev, st.st_ino);
+  std::lock_guard<std::mutex> lock(g_loaded_mutex);
+  if (auto it = g_loaded.find(id); it != g_loaded.end())
+    if (std::shared_ptr<SharedObject> live = it->second.lock()) return live;
+  void* h = dlopen(proc_fd_path(f.fd()).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    error = e ? e : "unknown error";
+    return nullptr;
+  }
+  // The OpenMP runtime the object pulled in keeps worker threads parked inside it: unloading it
+  // with the last object would pull the code from under them. Pin it for the process's lifetime.
+  for (const char* rt : {"libgomp.so.1", "libomp.so", "libomp.so.5"})
+    dlopen(rt, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  auto obj = std::make_shared<SharedObject>(h, shown, f.release());
+  std::erase_if(g_loaded, [](const auto& kv) { return kv.second.expired(); });
+  g_loaded[id] = obj;
+  return obj;
+}
+
+}  // namespace
 
 std::vector<std::string> split_flags(const std::string& flags) {
   std::vector<std::string> out;
@@ -90,11 +210,31 @@ std::string default_c_flags() {
   return "-O3 -march=native -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp -fPIC -shared";
 }
 
-std::string default_cache_dir() {
+std::string configured_cache_dir() {
   if (const char* d = std::getenv("FLASHPROOF_JIT_CACHE"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/flashproof/jit";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/flashproof/jit";
-  return fmt::format("/tmp/flashproof-jit-{}", getuid());
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/')
+    return std::string(x) + "/flashproof/jit";
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/') return std::string(h) + "/.cache/flashproof/jit";
+  return "";
+}
+
+std::string default_cache_dir() {
+  std::string dir = configured_cache_dir();
+  return dir.empty() ? process_dir() : dir;
+}
+
+std::uint64_t jit_cache_limit() {
+  return cache_size_limit("FLASHPROOF_JIT_CACHE_MAX", kDefaultJitCacheBytes);
+}
+
+CacheSpec jit_cache_spec(const std::string& dir) {
+  CacheSpec spec;
+  spec.dir = dir;
+  spec.what = "JIT cache";
+  spec.tag = "jit";
+  spec.max_bytes = jit_cache_limit();
+  spec.max_entry_bytes = std::min<std::uint64_t>(spec.max_bytes, kMaxObjectBytes);
+  return spec;
 }
 
 int run_program(const std::vector<std::string>& argv, std::string& output) {
@@ -138,6 +278,14 @@ int run_program(const std::vector<std::string>& argv, std::string& output) {
 
 SharedObject::~SharedObject() {
   if (handle_) dlclose(handle_);
+  if (fd_ < 0) return;
+  // Still resident (pinned by the loader): keep the descriptor, so its name never comes to mean
+  // another file while the loader still answers to it.
+  if (void* still = dlopen(proc_fd_path(fd_).c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(still);
+    return;
+  }
+  close(fd_);
 }
 
 void* SharedObject::symbol(const char* name) const {
@@ -145,58 +293,49 @@ void* SharedObject::symbol(const char* name) const {
 }
 
 JitResult jit_compile_c(const std::string& source, const JitOptions& opts) {
-  namespace fs = std::filesystem;
   JitResult res;
   const std::string version = compiler_version(opts.cc);
-  const std::vector<std::string> flags = split_flags(opts.flags);
-  std::string key_text = "flashproof-jit-v1\n" + opts.cc + "\n" + version + "\n" + opts.flags + "\n" +
-                         cpu_identity() + "\n" + source;
+  const std::string key_text = "flashproof-jit-v1\n" + opts.cc + "\n" + version + "\n" + opts.flags + "\n" +
+                               cpu_identity() + "\n" + source;
   res.key = sha256_hex(key_text);
-  const std::string dir = opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw ExecError(fmt::format("cannot create the JIT cache directory '{}': {}", dir, ec.message()));
-  const std::string so = dir + "/" + res.key + ".so";
-  const std::string src = dir + "/" + res.key + ".c";
-  if (!opts.use_cache || !fs::exists(so)) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::string tag = unique_suffix();
-    const std::string tmp_src = src + ".tmp-" + tag + ".c";
-    const std::string tmp_so = so + ".tmp-" + tag;
-    {
-      std::ofstream f(tmp_src, std::ios::binary);
-      f << source;
-      if (!f) throw ExecError(fmt::format("cannot write '{}'", tmp_src));
+  std::optional<PrivateCache> cache;
+  if (opts.use_cache)
+    cache.emplace(jit_cache_spec(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir));
+  const bool cached = cache && cache->enabled();
+  const std::string name = res.key + ".so";
+  if (cached) {
+    if (std::optional<VerifiedFile> f = cache->open_verified(name)) {
+      std::string error;
+      if ((res.object = load_verified(std::move(*f), cache->path_of(name), error))) {
+        res.cache_hit = true;
+        return res;
+      }
+      // Bytes we compiled that the loader now rejects (the system changed under them): compile again.
     }
-    std::vector<std::string> argv{opts.cc, "-x", "c"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), {"-o", tmp_so, tmp_src, "-lm"});
-    std::string out;
-    const int rc = run_program(argv, out);
-    if (rc != 0) {
-      std::string cmd;
-      for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-      fs::rename(tmp_src, src, ec);
-      fs::remove(tmp_so, ec);
-      std::string msg =
-          fmt::format("compiling generated C failed (exit {}): {}\n  source: {}\n{}", rc, cmd, src, out);
-      if (opts.flags_from_user || rc < 0 || rc == 127) throw ExecError(msg);
-      internal_failure(__FILE__, __LINE__, "generated C compiles", msg);
-    }
-    fs::rename(tmp_src, src, ec);
-    fs::rename(tmp_so, so, ec);  // atomic: a concurrent compile of the same key wrote the same bytes
-    if (ec) throw ExecError(fmt::format("cannot store '{}' in the JIT cache: {}", so, ec.message()));
-    res.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  } else {
-    res.cache_hit = true;
   }
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) throw ExecError(fmt::format("dlopen '{}' failed: {}", so, dlerror()));
-  // The OpenMP runtime the object pulled in keeps worker threads parked inside it: unloading it
-  // with the last object would pull the code from under them. Pin it for the process's lifetime.
-  for (const char* rt : {"libgomp.so.1", "libomp.so", "libomp.so.5"})
-    dlopen(rt, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-  res.object = std::make_shared<SharedObject>(h, so);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string dir = cached ? cache->spec().dir : process_dir();
+  CompiledObject obj = compile_object(source, opts, dir, res.key);
+  if (cached) {
+    // The seal first: a reader that sees the new object before its seal sees a mismatch and
+    // compiles again; it never loads unsealed bytes.
+    cache->write_seal(name, obj.bytes);
+    if (std::rename(obj.so.c_str(), cache->path_of(name).c_str()) == 0) {
+      std::rename(obj.src.c_str(), cache->path_of(res.key + ".c").c_str());
+      cache->account(obj.bytes.size() + source.size());
+    } else {
+      std::remove(obj.so.c_str());
+      std::remove(obj.src.c_str());
+    }
+  } else {
+    std::remove(obj.so.c_str());
+    std::remove(obj.src.c_str());
+  }
+  res.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string error;
+  const std::string shown = cached ? cache->path_of(name) : obj.so;
+  res.object = load_verified(VerifiedFile(obj.fd, obj.bytes.size()), shown, error);
+  if (!res.object) throw ExecError(fmt::format("dlopen '{}' failed: {}", shown, error));
   return res;
 }
 

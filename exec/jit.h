@@ -5,11 +5,21 @@
 // (-march=native code is only valid where it was compiled), so a hit is always the same program.
 // The compiler runs with an argument vector (posix_spawnp), never through a shell; the source file
 // name is the key, so no routine name reaches the command line.
+//
+// The cache can never make flashproof run code it did not compile (core/private_cache.h): its
+// directory is private (0700, refused otherwise), and an object is loaded only when its bytes
+// match the seal recorded when it was compiled — their SHA-256 under an HMAC with the per-user key
+// — and it is loaded through the very descriptor those bytes were read from
+// (dlopen("/proc/self/fd/N")), so nothing can be swapped in between. An entry that fails any check
+// is compiled again, never loaded and never reported as a bug. Without HOME and XDG_CACHE_HOME
+// the cache is a fresh private directory of this process (mkdtemp), removed at exit.
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "core/private_cache.h"
 
 namespace fp {
 
@@ -20,29 +30,42 @@ std::string default_c_flags();
 
 struct JitOptions {
   std::string cc = "cc";
-  std::string flags;      // whitespace-separated
-  std::string cache_dir;  // empty: default_cache_dir()
-  bool use_cache = true;
+  std::string flags;             // whitespace-separated
+  std::string cache_dir;         // empty: default_cache_dir()
+  bool use_cache = true;         // false: compile in a private scratch directory; nothing read or stored
   bool flags_from_user = false;  // a compile failure is then the user's flags' fault (ExecError)
 };
 
-// ${FLASHPROOF_JIT_CACHE}, else ${XDG_CACHE_HOME:-$HOME/.cache}/flashproof/jit.
+// $FLASHPROOF_JIT_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/flashproof/jit (relative values of
+// XDG_CACHE_HOME and HOME are ignored); "" when there is neither.
+std::string configured_cache_dir();
+// configured_cache_dir(), else this process's private directory (mkdtemp, removed at exit).
 std::string default_cache_dir();
 
-// A loaded shared object; dlclose on destruction.
+// The JIT cache's size limit: $FLASHPROOF_JIT_CACHE_MAX (e.g. 4G), else 2 GiB.
+inline constexpr std::uint64_t kDefaultJitCacheBytes = std::uint64_t{2} << 30;
+std::uint64_t jit_cache_limit();
+// The JIT cache at `dir` (core/private_cache.h); CUDA cubins are kept there too.
+CacheSpec jit_cache_spec(const std::string& dir);
+
+// A loaded shared object; dlclose on destruction. It was loaded through the descriptor `fd`
+// (dlopen("/proc/self/fd/N")), which stays open while the object is loaded: the loader knows an
+// object by the name it was opened under, so N must name no other file meanwhile.
 class SharedObject {
  public:
-  SharedObject(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  SharedObject(void* handle, std::string path, int fd) : handle_(handle), path_(std::move(path)), fd_(fd) {}
   ~SharedObject();
   SharedObject(const SharedObject&) = delete;
   SharedObject& operator=(const SharedObject&) = delete;
   // The address of `name`, or nullptr.
   void* symbol(const char* name) const;
+  // The cache entry it was loaded from (for messages).
   const std::string& path() const { return path_; }
 
  private:
   void* handle_;
   std::string path_;
+  int fd_;
 };
 
 struct JitResult {

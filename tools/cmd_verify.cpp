@@ -32,6 +32,7 @@
 #include "verify/engine.h"
 #include "verify/pair_check.h"
 #include "verify/progress.h"
+#include "verify/proof_cache.h"
 #include "verify/report.h"
 
 namespace fp::cli {
@@ -45,6 +46,7 @@ struct VerifyOptions {
   std::string output;
   std::string fail_on = "unknown";
   bool no_cache = false;
+  std::string cache_mode;  // --cache: use | refresh | off (verify/proof_cache.h)
   bool no_progress = false;
   std::optional<double> run_budget_s;
   verify::EngineOptions engine;
@@ -113,7 +115,9 @@ void run_verify(VerifyOptions& o) {
       (o.run_budget_s && !(std::isfinite(*o.run_budget_s) && *o.run_budget_s > 0)))
     throw UserError(kExitUsage, "", 0, 0, "--budget and --run-budget expect a positive number of seconds");
   o.engine.run_budget_s = o.run_budget_s;
-  o.engine.use_cache = !o.no_cache;
+  const verify::CacheMode cache_mode = verify::resolve_cache_mode(o.cache_mode, o.no_cache);
+  o.engine.use_cache = cache_mode != verify::CacheMode::Off;
+  o.engine.refresh_cache = cache_mode == verify::CacheMode::Refresh;
 
   auto t0 = std::chrono::steady_clock::now();
   verify::ReportContext ctx;
@@ -203,8 +207,12 @@ void setup_verify(CLI::App& app) {
   sub->add_option("--dump-smt", o->engine.dump_smt_dir,
                   "Write every solver query as SMT-LIB2 into DIR (replay: z3 FILE)");
   sub->add_option("--cache-dir", o->engine.cache_dir,
-                  "Proof cache directory (default ${XDG_CACHE_HOME:-~/.cache}/flashproof/proofs)");
-  sub->add_flag("--no-cache", o->no_cache, "Neither read nor write the proof cache");
+                  "Proof cache directory (default ${XDG_CACHE_HOME:-~/.cache}/flashproof/proofs; none when "
+                  "neither XDG_CACHE_HOME nor HOME is set)");
+  sub->add_option("--cache", o->cache_mode,
+                  "Proof cache use: use (answer from it, store new verdicts), refresh (recompute everything, "
+                  "store it) or off (default $FLASHPROOF_PROOF_CACHE, else use)");
+  sub->add_flag("--no-cache", o->no_cache, "Neither read nor write the proof cache (--cache=off)");
   sub->add_option("--cex-dir", o->engine.cex_dir,
                   "Where counterexample cases are written (default flashproof-cex)");
   sub->add_option("--seed", o->engine.limits.seed, "Seed of every random choice (default 1)");

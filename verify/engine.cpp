@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "core/build_identity.h"
 #include "core/deadline.h"
 #include "core/diagnostic.h"
 #include "core/text_printer.h"
@@ -35,6 +36,22 @@ const Member* find_member(const std::string& id) {
   for (const auto& m : tier_members())
     if (m.id == id) return &m;
   return nullptr;
+}
+
+// The proof cache a run uses (verify/proof_cache.h): --cache-dir, else the default place (none
+// without XDG_CACHE_HOME and HOME); --no-cache/--cache=off, --cache=refresh.
+ProofCache engine_cache(const EngineOptions& o) {
+  const CacheMode mode = !o.use_cache      ? CacheMode::Off
+                         : o.refresh_cache ? CacheMode::Refresh
+                                           : CacheMode::Use;
+  return ProofCache(o.cache_dir.empty() ? ProofCache::default_dir() : o.cache_dir, mode);
+}
+
+// A cached verdict is about the task asking: the identity check already says so; this says the
+// verdict itself agrees (a mismatch is a miss, never an answer).
+bool verdict_answers(const Verdict& v, const Task& t) {
+  return v.claim == t.obligation.claim && v.claimed == t.obligation.kind && v.member == t.member &&
+         v.rewrite == t.shape;
 }
 
 // `src` with only `app`'s statements rewritten as in `all` (the round's target with every sibling
@@ -378,7 +395,7 @@ void discharge_into(Verdict& v, const Task& t, const EngineOptions& o) {
           "; all-sizes lift not established (" + lift->why_not + "): proved at the routine's sizes only";
     }
   } else if (t.obligation.claim == "normalizer-sum" && t.obligation.bound) {
-    ProofCache cache(o.cache_dir.empty() ? ProofCache::default_dir() : o.cache_dir);
+    ProofCache cache = engine_cache(o);
     BoundedCheck bc = check_normalizer_sum(t.src, t.tgt, t.app, t.obligation, o.limits,
                                            o.use_cache ? &cache : nullptr, dump);
     v.kind = bc.kind;
@@ -424,33 +441,52 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
   return v;
 }
 
-std::string cache_key(const Task& t, const Limits& limits) {
-  std::string covers;
-  for (const auto& c : t.obligation.covers) covers += c.node + ":" + c.cells + ";";
+nlohmann::json task_identity(const Task& t, const Limits& limits) {
+  nlohmann::json covers = nlohmann::json::array();
+  for (const auto& c : t.obligation.covers) covers.push_back({c.node, c.cells});
+  nlohmann::json bound = nullptr;
+  if (const auto& b = t.obligation.bound)
+    bound = {{"terms", b->terms}, {"storage", prec_name(b->storage)}, {"state", prec_name(b->state)}};
   const Member* m = find_member(t.member);
-  const std::string member = m ? t.member + "@" + m->version : t.member;  // hand pairs: no member
-  return sha256_hex(
-      fmt::format("flashproof-verdict|engine {}|semantics {}|z3 {}|tool {}|member {}|shape {}|claim {}|kind "
-                  "{}|rel {}|covers "
-                  "{}|statements {}|limits {}\n--- src\n{}--- tgt\n{}",
-                  kEngineVersion, kSemanticsVersion, smt::solver_version(), FLASHPROOF_VERSION, member,
-                  t.shape, t.obligation.claim, obligation_kind_name(t.obligation.kind),
-                  t.rel ? fmt::format("{:.17g}", *t.rel) : "-", covers, fmt::join(t.app.statements, ","),
-                  to_json(limits).dump(), print_routine(t.src), print_routine(t.tgt)));
+  return {{"kind", "verdict"},
+          {"build", build_identity()},
+          {"tool", FLASHPROOF_VERSION},
+          {"engine", kEngineVersion},
+          {"semantics", kSemanticsVersion},
+          {"solver", smt::solver_version()},
+          {"member", t.member},
+          {"member_version", m ? m->version : ""},  // hand pairs: no member
+          {"shape", t.shape},
+          {"hand_pair", t.hand_pair},
+          {"claim", t.obligation.claim},
+          {"claimed", obligation_kind_name(t.obligation.kind)},
+          {"rel", t.rel ? nlohmann::json(fmt::format("{:.17g}", *t.rel)) : nlohmann::json(nullptr)},
+          {"covers", covers},
+          {"bound", bound},
+          {"statements", t.app.statements},
+          {"limits", to_json(limits)},
+          {"src_sha256", sha256_hex(print_routine(t.src))},
+          {"tgt_sha256", sha256_hex(print_routine(t.tgt))}};
+}
+
+std::string cache_key(const Task& t, const Limits& limits) {
+  return ProofCache::key_of(task_identity(t, limits));
 }
 
 std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOptions& o) {
   std::vector<Verdict> out(tasks.size());
   std::vector<std::size_t> todo;
-  ProofCache cache(o.cache_dir.empty() ? ProofCache::default_dir() : o.cache_dir);
-  const bool read_cache = o.use_cache && o.dump_smt_dir.empty();
+  const ProofCache cache = engine_cache(o);
+  cache.open();  // a refused directory is reported here, not from a worker thread
+  const bool read_cache = cache.reads() && o.dump_smt_dir.empty();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     if (read_cache) {
       auto t0 = std::chrono::steady_clock::now();
-      if (auto j = cache.get(cache_key(tasks[i], o.limits))) {
+      if (auto j = cache.get(task_identity(tasks[i], o.limits))) {
         try {
           Verdict v = verdict_from_json(*j);
-          bool usable = !v.counterexample || std::filesystem::exists(v.counterexample->dir);
+          bool usable = verdict_answers(v, tasks[i]) &&
+                        (!v.counterexample || std::filesystem::exists(v.counterexample->dir));
           if (usable) {
             v.id = tasks[i].id;
             v.repro = tasks[i].repro;
@@ -486,8 +522,8 @@ std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOp
       const Task& t = tasks[todo[k]];
       if (o.progress) o.progress->started(t);
       Verdict v = discharge(t, o);
-      if (o.use_cache && v.reason != UnknownReason::Timeout && !v.decided_by_clock)
-        cache.put(cache_key(t, o.limits), to_json(v));
+      if (cache.writes() && v.reason != UnknownReason::Timeout && !v.decided_by_clock)
+        cache.put(task_identity(t, o.limits), to_json(v));
       if (o.progress) o.progress->finished(t, v);
       out[todo[k]] = std::move(v);
     }

@@ -18,6 +18,7 @@
 // written as a runnable case directory; the verdict itself is decided at the obligation's sizes.
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +50,9 @@ struct ProgressSink {
 
 struct EngineOptions {
   Limits limits;
-  bool use_cache = true;
-  std::string cache_dir;     // default: ProofCache::default_dir()
+  bool use_cache = true;       // false: neither read nor write the proof cache
+  bool refresh_cache = false;  // compute every verdict, then store it (--cache=refresh)
+  std::string cache_dir;       // default: ProofCache::default_dir()
   std::string dump_smt_dir;  // write every solver query here (disables cache reads)
   std::string cex_dir = "flashproof-cex";
   // Shrink a refuted verdict's case to smaller extents before minimizing its cells
@@ -86,7 +88,11 @@ Verdict discharge(const Task& task, const EngineOptions& options);
 // task order.
 std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOptions& options);
 
-// The cache key of a task under the given limits.
+// What a task's cached verdict must answer (verify/proof_cache.h): the routines' text hashes,
+// member and version, shape, claim, covers, bound terms, statements, limits, and the engine,
+// semantics, solver, tool and build identities. A cached entry is used only for an equal identity.
+nlohmann::json task_identity(const Task& task, const Limits& limits);
+// The cache key of a task under the given limits (the SHA-256 of its identity).
 std::string cache_key(const Task& task, const Limits& limits);
 
 }  // namespace fp::verify

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/build_identity.h"
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
 #include "core/random_inputs.h"
@@ -217,15 +218,21 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
   lj.erase("max_terms");
   lj.erase("timeout_s");
   lj.erase("budget_s");
-  const std::string key =
-      sha256_hex(fmt::format("flashproof-certificate|engine {}|semantics {}|z3 {}|{}|n {}|{}", kEngineVersion,
-                             kSemanticsVersion, smt::solver_version(), prec_name(storage), n, lj.dump()));
+  const nlohmann::json identity{{"kind", "certificate"},
+                                {"build", build_identity()},
+                                {"engine", kEngineVersion},
+                                {"semantics", kSemanticsVersion},
+                                {"solver", smt::solver_version()},
+                                {"storage", prec_name(storage)},
+                                {"n", n},
+                                {"limits", lj}};
+  const std::string key = ProofCache::key_of(identity);
   {
     std::lock_guard<std::mutex> lock(g_cert_mutex);
     if (auto it = g_certs.find(key); it != g_certs.end()) return it->second;
   }
   if (disk && dump_prefix.empty())
-    if (auto j = disk->get(key)) {
+    if (auto j = disk->get(identity)) {
       try {
         Certificate c = cert_of(*j);
         std::lock_guard<std::mutex> lock(g_cert_mutex);
@@ -235,7 +242,7 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
       }
     }
   Certificate c = compute_certificate(storage, n, limits, dump_prefix);
-  if (disk) disk->put(key, cert_json(c));
+  if (disk) disk->put(identity, cert_json(c));
   std::lock_guard<std::mutex> lock(g_cert_mutex);
   g_certs.emplace(key, c);
   return c;
