@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/memory_report.h"
@@ -56,7 +57,7 @@ void run(const RunOptions& o) {
   std::unique_ptr<CompiledProgram> prog = ex->compile(r);
   TensorMap out = prog->run(in);
   if (!o.output_dir.empty()) {
-    std::filesystem::create_directories(o.output_dir);
+    create_output_directories(o.output_dir);
     write_tensors(o.output_dir, out);
     if (o.seed) write_tensors(o.output_dir, in);
   }
