@@ -18,6 +18,7 @@ enum ExitCode : int {
   kExitUsage = 64,
   kExitMalformed = 65,
   kExitMissingInput = 66,
+  kExitOverMemoryLimit = 69,  // EX_UNAVAILABLE: a run needs more memory than --max-memory allows
   kExitInternal = 70,
   kExitCantCreate = 73,  // EX_CANTCREAT: an output file cannot be created
   kExitIoError = 74,     // EX_IOERR: writing, flushing or renaming an output failed

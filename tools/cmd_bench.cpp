@@ -29,6 +29,7 @@
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
+#include "tools/memory_preflight.h"
 
 namespace fp::cli {
 namespace {
@@ -45,6 +46,7 @@ struct BenchOptions {
   std::string mask = "none";
   std::int64_t interp_max_seq = 0;
   std::uint64_t seed = 1;
+  std::string max_memory;
   ConfigOptions config;
 };
 
@@ -166,6 +168,21 @@ void bench_attention(const BenchOptions& o) {
   auto ex = make_executor(o.executor, eo);
   require_available(*ex);
 
+  Config rewrite_cfg = cfg;
+  rewrite_cfg.online_softmax = true;
+
+  // Every length is checked before the first one runs: each holds both forms' programs, the
+  // interpreter's when timed, and one input set.
+  for (std::int64_t seq : seqs) {
+    const Routine composed = build_attention(bench_spec(o, seq));
+    const Routine rewritten = run_tier(composed, rewrite_cfg).routine;
+    std::vector<RunMemory> parts{estimate_run_memory(composed, o.executor, eo.placement),
+                                 estimate_run_memory(rewritten, o.executor, eo.placement, true)};
+    if (seq <= o.interp_max_seq) parts.push_back(estimate_run_memory(composed, "interp", eo.placement, true));
+    preflight_memory(combine(std::move(parts), fmt::format("both forms at seq {} on {}", seq, o.executor)),
+                     o.max_memory, fmt::format("attention at seq {}", seq));
+  }
+
   double peak_gflops = 0;
   std::string peak_kind;
   if (o.executor == "c") {
@@ -175,19 +192,10 @@ void bench_attention(const BenchOptions& o) {
     fmt::print("measured f32 peak: {:.1f} GFLOP/s ({}, {} thread{}, same compiler and flags)\n", pk.gflops,
                pk.instruction, pk.threads, pk.threads == 1 ? "" : "s");
   }
-  Config rewrite_cfg = cfg;
-  rewrite_cfg.online_softmax = true;
 
   std::vector<Row> rows;
   for (std::int64_t seq : seqs) {
-    AttentionSpec spec;
-    spec.batch = 1;
-    spec.heads = 1;
-    spec.sq = spec.sk = seq;
-    spec.d = spec.e = o.d;
-    spec.mask = o.mask;
-    spec.precision = Prec::F32;
-    Routine composed = build_attention(spec);
+    Routine composed = build_attention(bench_spec(o, seq));
     Routine rewritten = run_tier(composed, rewrite_cfg).routine;
     const Routine* forms[2] = {&composed, &rewritten};
     const char* names[2] = {"composed", "rewritten"};
@@ -299,6 +307,7 @@ void setup_bench(CLI::App& app) {
                   "Also time the interpreter once at lengths up to this (0: never)")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Input seed")->capture_default_str();
+  add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("bench", [&] { bench_attention(*o); }); });
 }

@@ -28,6 +28,7 @@
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/diff_report.h"
+#include "tools/memory_preflight.h"
 #include "tools/routine_io.h"
 #include "tools/tier_runner.h"
 
@@ -45,6 +46,7 @@ struct DiffOptions {
   std::string case_dir;
   std::string fail_on = "unknown";
   int threads = 0;
+  std::string max_memory;
   ConfigOptions config;
 };
 
@@ -98,6 +100,13 @@ void run_diff(const DiffOptions& o) {
     plan = plan_rewrite_diff(original, *res);
     rep.notes = plan->notes;
   }
+  // Both runs share the inputs and the first one's outputs live on while the second runs: the
+  // estimates add up. Checked before the inputs or any buffer exist.
+  const PlacementConfig placement{cfg.virtualize_max_inline_reduction};
+  preflight_memory(combine({estimate_run_memory(plan ? plan->source : original, o.a, placement),
+                            estimate_run_memory(second, o.b, placement, true)},
+                           fmt::format("{} then {}, the first one's outputs kept", o.a, o.b)),
+                   o.max_memory, o.file);
   const std::uint64_t seed = o.seed.value_or(1);
   const TensorMap in = load_inputs(original, o.inputs, seed);
   rep.inputs = o.inputs.empty() ? fmt::format("seed {}", seed)
@@ -214,6 +223,7 @@ void setup_diff(CLI::App& app) {
   sub->add_option("--fail-on", o->fail_on, "unknown (exit 2 when a comparison cannot be made) or refuted")
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("diff", [&] { run_diff(*o); }); });
 }
