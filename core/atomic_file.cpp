@@ -50,6 +50,12 @@ std::string follow_links(std::string p, const std::string& shown) {
   throw UserError(kExitCantCreate, shown, 0, 0, "cannot create: too many levels of symbolic links");
 }
 
+// Names the system provides (/dev/stdout, /proc/self/fd/N) are never replaced, even when they
+// lead to a regular file: the descriptor behind them may be in append mode, or shared.
+bool is_system_path(const std::string& path) {
+  return path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0;
+}
+
 std::string parent_directory(const std::string& path) {
   const fs::path p(path);
   return p.has_parent_path() ? p.parent_path().string() : ".";
@@ -78,22 +84,20 @@ AtomicFile::AtomicFile(std::string path, mode_t mode, std::string shown)
   const std::string base = fs::path(path_).filename().string();
   if (base.empty() || base == "." || base == "..")
     throw UserError(kExitCantCreate, shown_, 0, 0, "cannot create: not a file name");
-  path_ = follow_links(path_, shown_);
   struct stat st {};
-  bool replacing = false;
-  if (::stat(path_.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      throw UserError(kExitCantCreate, shown_, 0, 0, "cannot create: it is a directory");
-    if (!S_ISREG(st.st_mode)) {
-      open_direct();
-      return;
-    }
-    mode = st.st_mode & 07777;
-    replacing = true;
+  const bool exists = ::stat(path_.c_str(), &st) == 0;  // through any links
+  if (exists && S_ISDIR(st.st_mode))
+    throw UserError(kExitCantCreate, shown_, 0, 0, "cannot create: it is a directory");
+  // /dev/stdout is a link to /proc/self/fd/1, whose target may be "pipe:[...]": such a name is
+  // opened as it is, and whatever it reaches is written in place.
+  if (exists && (!S_ISREG(st.st_mode) || is_system_path(path_))) {
+    open_direct();
+    return;
   }
-  open_temporary(mode);
+  path_ = follow_links(path_, shown_);
+  open_temporary(exists ? st.st_mode & 07777 : mode);
   // A replacement keeps the permission bits of the file it replaces (the umask applied at creation).
-  if (replacing) (void)::fchmod(fd_, mode);
+  if (exists) (void)::fchmod(fd_, st.st_mode & 07777);
   buffer_.reserve(kBufferBytes);
 }
 

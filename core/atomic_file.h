@@ -9,8 +9,9 @@
 // What the target already is decides the rest:
 //   - a regular file: replaced; the replacement keeps its permission bits;
 //   - a symbolic link: followed (as a shell's `>` would), the file it names is replaced;
-//   - a device, FIFO or socket (/dev/null, /dev/stdout, a pipe): there is nothing to rename over,
-//     so the bytes are written to it directly, every write still checked;
+//   - a device, FIFO or socket (/dev/null, a pipe), or any existing name under /dev/ or /proc/
+//     (/dev/stdout, whatever it leads to): there is nothing to rename over, so the bytes are
+//     written to it directly, every write still checked;
 //   - a directory: exit 73.
 
 #include <sys/types.h>

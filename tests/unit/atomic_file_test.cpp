@@ -157,6 +157,21 @@ TEST_F(AtomicFileTest, DeviceTargetIsWrittenDirectlyAndNeverReplaced) {
   }
 }
 
+TEST_F(AtomicFileTest, DevStdoutIsWrittenInPlaceEvenWhenItIsAPipe) {
+  // /dev/stdout -> /proc/self/fd/1 -> "pipe:[N]", not a path a temporary could sit beside.
+  testing::ChildResult r = testing::run_in_child([] {
+    try {
+      write_file_atomically("/dev/stdout", "through the pipe\n");
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return static_cast<int>(e.code());
+    }
+    return 0;
+  });
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("through the pipe"), std::string::npos) << r.output;
+}
+
 TEST_F(AtomicFileTest, LongFileNameStillGetsATemporaryBesideIt) {
   const fs::path p = dir_ / std::string(250, 'n');
   write_file_atomically(p.string(), "x");
