@@ -1,16 +1,53 @@
 // Throughput of the `.fp` parser and printer (MB/s of text) on a large generated routine: many
 // attention-like loop nests with affine indices, locals, scans and every kind of constant,
-// about 4 MB of text in all.
+// about 3 MB of text in all. BM_ParsePathological: the parser's time and peak heap on 10 MB inputs
+// of the shapes that used to blow up (one line of noops: 2.6 s and 508 MB; x:=x statements:
+// 744 MB); the target is at most 1 s and 100 MB for any 10 MB input.
 
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "core/diagnostic.h"
 #include "core/ir.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
+
+// The heap this benchmark binary holds, live and at its peak since the last reset: every
+// operator new of the process is counted (a benchmark binary of its own, so nothing else pays).
+namespace {
+std::atomic<std::size_t> g_live{0};
+std::atomic<std::size_t> g_peak{0};
+
+void count_allocation(void* p) {
+  const std::size_t now = g_live.fetch_add(malloc_usable_size(p)) + malloc_usable_size(p);
+  std::size_t peak = g_peak.load();
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  count_allocation(p);
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  g_live.fetch_sub(malloc_usable_size(p));
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  operator delete(p);
+}
 
 namespace {
 
@@ -93,10 +130,11 @@ void BM_PrintRoutine(benchmark::State& state) {
 }
 BENCHMARK(BM_PrintRoutine)->Unit(benchmark::kMillisecond);
 
-// Constants dominate counterexample files: shortest round-trip printing and exact parsing.
+// Constants dominate counterexample files: shortest round-trip printing and exact parsing. 50000
+// statements (2.5 MB): 100000 of them would take some 80 MB of IR, past kMaxRoutineBytes.
 void BM_ParseConstants(benchmark::State& state) {
   std::string text = "routine c {\n  local v : f64\n";
-  for (int k = 0; k < 100000; ++k)
+  for (int k = 0; k < 50000; ++k)
     text += "  v := add.f64(" + print_constant(1.0 / (k + 3), Prec::F64) + ":f64, -" +
             print_constant(k * 1e-310, Prec::F64) + ":f64)\n";
   text += "}\n";
@@ -108,5 +146,58 @@ void BM_ParseConstants(benchmark::State& state) {
                           static_cast<std::int64_t>(text.size()));
 }
 BENCHMARK(BM_ParseConstants)->Unit(benchmark::kMillisecond);
+
+// 10 MB inputs: `head`, `unit` repeated, `tail`.
+std::string ten_mb(const std::string& head, const std::string& unit, const std::string& tail) {
+  std::string s = head;
+  while (s.size() + unit.size() <= 10'000'000 + head.size()) s += unit;
+  return s + tail;
+}
+
+struct Shape {
+  const char* name;
+  std::string text;
+};
+
+const std::vector<Shape>& pathological_shapes() {
+  static const std::vector<Shape> shapes{
+      {"noops", ten_mb("routine r {\n", "noop ", "\n}\n")},
+      {"local_stores", ten_mb("routine r {\n  local x : f32\n", "x:=x ", "\n}\n")},
+      {"zeros", ten_mb("routine r {\n  node a : f32[1] materialized output\n", "zero a\n", "}\n")},
+      {"comments", ten_mb("routine r {\n", "comment \"\" ", "\n}\n")},
+      {"indices",
+       ten_mb("routine r {\n  node a : f32[1] materialized output\n  a[", "0, ", "0] = 1:f32\n}\n")},
+      {"extents", ten_mb("routine r {\n  node a : f32[", "1, ", "1] materialized\n}\n")},
+      {"index_terms",
+       ten_mb("routine r {\n  node a : f32[1] materialized output\n  a[", "0 + i - ", "i] = 1:f32\n}\n")},
+      {"nested_ops", ten_mb("routine r {\n  local x : f64\n  x := ", "neg.f64(", "\n}\n")},
+      {"number", ten_mb("routine r {\n  local x : f64\n  x := ", "7", ":f64\n}\n")},
+      {"identifier", ten_mb("routine ", "a", " {}\n")},
+      {"comment_line", ten_mb("routine r {\n  #", "c", "\n}\n")},
+  };
+  return shapes;
+}
+
+// Time per parse (a routine or its error) and peak heap above the text itself.
+void BM_ParsePathological(benchmark::State& state) {
+  const Shape& shape = pathological_shapes()[static_cast<std::size_t>(state.range(0))];
+  std::size_t peak = 0;
+  bool error = false;
+  for (auto _ : state) {
+    const std::size_t base = g_live.load();
+    g_peak.store(base);
+    try {
+      Routine r = parse_routine(shape.text, "big.fp");
+      benchmark::DoNotOptimize(r.body);
+    } catch (const UserError&) {
+      error = true;
+    }
+    peak = std::max(peak, g_peak.load() - base);
+  }
+  state.SetLabel(std::string(shape.name) + (error ? " (error)" : " (parsed)"));
+  state.counters["peak_heap_MB"] = static_cast<double>(peak) / 1e6;
+  state.counters["text_MB"] = static_cast<double>(shape.text.size()) / 1e6;
+}
+BENCHMARK(BM_ParsePathological)->DenseRange(0, 10)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace

@@ -25,12 +25,26 @@ void throw_malformed(const std::string& file, int line, int col, const std::stri
   throw UserError(kExitMalformed, file, line, col, msg);
 }
 
+namespace {
+std::string& reproduce_command() {
+  static std::string command;
+  return command;
+}
+}  // namespace
+
+void set_reproduce_command(std::string command) {
+  reproduce_command() = std::move(command);
+}
+
 void internal_failure(const char* file, int line, const char* cond, const std::string& msg) {
+  // Standard output is left unflushed on purpose: half a report must not pass for a whole one.
   std::fprintf(stderr,
                "flashproof: internal error at %s:%d: %s (%s)\n"
                "This is a bug in flashproof; please report it with the command that produced it.\n",
                file, line, msg.c_str(), cond);
-  std::abort();
+  if (!reproduce_command().empty()) std::fprintf(stderr, "reproduce with: %s\n", reproduce_command().c_str());
+  std::fflush(stderr);
+  std::_Exit(kExitInternal);
 }
 
 }  // namespace fp

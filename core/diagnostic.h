@@ -1,6 +1,7 @@
 #pragma once
 // User errors: bad input is reported as a located diagnostic plus an exit code (ARCHITECTURE.md);
-// internal errors are bugs and abort (see FP_INTERNAL_CHECK).
+// internal errors are bugs: reported with the command that reproduces them, exit 70 (see
+// FP_INTERNAL_CHECK).
 
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@ enum ExitCode : int {
   kExitUsage = 64,
   kExitMalformed = 65,
   kExitMissingInput = 66,
+  kExitOverMemoryLimit = 69,  // EX_UNAVAILABLE: a run needs more memory than --max-memory allows
   kExitInternal = 70,
   kExitCantCreate = 73,  // EX_CANTCREAT: an output file cannot be created
   kExitIoError = 74,     // EX_IOERR: writing, flushing or renaming an output failed
@@ -53,5 +55,10 @@ class UserError : public std::runtime_error {
   } while (0)
 
 namespace fp {
+// Prints "flashproof: internal error at FILE:LINE: ..." and the command to reproduce it, flushes, and
+// ends the process with exit 70 (_Exit: no destructors, no abort signal, no core dump — the state
+// is already known to be broken, and the report is what the user needs).
 [[noreturn]] void internal_failure(const char* file, int line, const char* cond, const std::string& msg);
+// The command line internal_failure names ("reproduce with: ..."); main() records it at start-up.
+void set_reproduce_command(std::string command);
 }

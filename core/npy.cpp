@@ -6,16 +6,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 
@@ -294,7 +295,10 @@ Tensor parse_npy(std::string_view bytes, const std::string& source) {
   return t;
 }
 
-std::string serialize_npy(const Tensor& t) {
+namespace {
+
+// The header of t's file: magic, version, header length and the padded dictionary.
+std::string npy_header(const Tensor& t) {
   std::int64_t cells = 1;
   for (auto d : t.dims) cells *= d;
   FP_INTERNAL_CHECK(cells == t.size(), "tensor holds {} values for shape {}", t.size(),
@@ -315,9 +319,31 @@ std::string serialize_npy(const Tensor& t) {
     store_le(out, static_cast<std::uint32_t>(dict.size()));
   else
     store_le(out, static_cast<std::uint16_t>(dict.size()));
-  out += dict;
-  out.reserve(out.size() + t.data.size() * static_cast<std::size_t>(prec_bytes(t.prec)));
-  for (double v : t.data) encode_cell(t.prec, round_to(t.prec, v), out);
+  return out + dict;
+}
+
+// Calls sink(bytes) with the whole file in order: the header, then the cells a bounded block at a
+// time, so a file on disk never needs a second copy of a large tensor in memory.
+template <class Sink>
+void emit_npy(const Tensor& t, Sink&& sink) {
+  constexpr std::size_t kBlockCells = std::size_t{1} << 16;
+  sink(npy_header(t));
+  std::string block;
+  block.reserve(kBlockCells * static_cast<std::size_t>(prec_bytes(t.prec)));
+  for (std::size_t i = 0; i < t.data.size(); i += kBlockCells) {
+    block.clear();
+    const std::size_t end = std::min(t.data.size(), i + kBlockCells);
+    for (std::size_t k = i; k < end; ++k) encode_cell(t.prec, round_to(t.prec, t.data[k]), block);
+    sink(std::string_view(block));
+  }
+}
+
+}  // namespace
+
+std::string serialize_npy(const Tensor& t) {
+  std::string out;
+  out.reserve(128 + t.data.size() * static_cast<std::size_t>(prec_bytes(t.prec)));
+  emit_npy(t, [&](std::string_view bytes) { out.append(bytes); });
   return out;
 }
 
@@ -337,13 +363,14 @@ Tensor read_npy(const std::string& path) {
   return parse_npy(bytes, path);
 }
 
+void write_npy(AtomicFile& out, const Tensor& t) {
+  emit_npy(t, [&](std::string_view bytes) { out.write(bytes); });
+}
+
 void write_npy(const std::string& path, const Tensor& t) {
-  const std::string bytes = serialize_npy(t);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw UserError(kExitUsage, path, 0, 0, fmt::format("cannot create: {}", std::strerror(errno)));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw UserError(kExitUsage, path, 0, 0, "cannot write the file");
+  AtomicFile out(path);
+  write_npy(out, t);
+  out.commit();
 }
 
 }  // namespace fp

@@ -12,18 +12,23 @@
 // or read, kExitMalformed (65) for anything wrong inside it ("expected ... found ..."): bad magic,
 // unsupported version, malformed header, big-endian or unsupported dtype, Fortran order, a
 // declared shape whose data is not exactly what the file holds (checked before allocating, so a
-// huge declared shape is an error, never a huge allocation). Writing fails with kExitUsage (64)
-// when the file cannot be created.
+// huge declared shape is an error, never a huge allocation). Writing goes through an AtomicFile
+// (core/atomic_file.h): the file appears whole or not at all, and a failure is exit 73 (cannot
+// create) or 74 (a write, flush or rename failed) naming the file.
 
 #include <string>
 #include <string_view>
 
+#include "core/atomic_file.h"
 #include "core/tensor.h"
 
 namespace fp {
 
 Tensor read_npy(const std::string& path);
 void write_npy(const std::string& path, const Tensor& t);
+// Streams t's file into `out` (not committed), a bounded block at a time: a large tensor is never
+// held twice in memory.
+void write_npy(AtomicFile& out, const Tensor& t);
 
 // The same, on bytes in memory. `source` names the bytes in error messages.
 Tensor parse_npy(std::string_view bytes, const std::string& source = "<memory>");

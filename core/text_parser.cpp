@@ -1,7 +1,8 @@
 // The `.fp` parser: recursive descent over the lexer's tokens with one token of lookahead. Every
 // recursion goes through a NestingGuard (blocks and expressions together are capped at
-// kMaxNesting), every integer is range-checked, and every name lookup is a hash lookup, so the
-// work is linear in the input and the stack depth bounded whatever the input.
+// kMaxNesting), every integer is range-checked, every name lookup is a hash lookup, and every
+// piece of the routine is charged against kMaxRoutineBytes as it is built, so the work is linear in
+// the input, the stack depth bounded and the memory bounded whatever the input.
 
 #include "core/text_parser.h"
 
@@ -35,6 +36,25 @@ constexpr std::size_t kMaxShownToken = 32;
 // cap keeps merging repeated symbols linear.
 constexpr std::size_t kMaxIndexTerms = kMaxNesting;
 constexpr std::uint64_t kInt64MinMagnitude = std::uint64_t{1} << 63;
+
+// What each piece of the routine costs, charged against kMaxRoutineBytes as it is built: its size,
+// its allocation (a shared_ptr's control block, the allocator's header) and twice its slot in the
+// vector holding it (vectors grow by doubling). An over-estimate, so that the budget holds.
+constexpr std::size_t kAllocation = 32;
+constexpr std::size_t kStmtCost = sizeof(Stmt) + kAllocation + 2 * sizeof(StmtP);
+constexpr std::size_t kExprCost = sizeof(Expr) + kAllocation + 2 * sizeof(ExprP);
+constexpr std::size_t kIndexCost = 2 * sizeof(Index);
+constexpr std::size_t kTermCost = 2 * sizeof(Index::Term);
+constexpr std::size_t kExtentCost = 2 * sizeof(std::int64_t);
+constexpr std::size_t kNodeCost = 2 * sizeof(Node) + 64;  // and its entry in the name index
+constexpr std::size_t kAttrCost = 96;                     // a std::map node
+constexpr std::size_t kCarriedCost = 2 * sizeof(Carried);
+constexpr std::size_t kLocalCost = 64;  // a scope entry and its undo record
+
+// A std::string keeps up to 15 bytes inline; a longer one is allocated.
+constexpr std::size_t string_cost(std::size_t bytes) {
+  return bytes > 15 ? bytes + 1 + kAllocation : 0;
+}
 
 SrcLoc loc_of(const Token& t) {
   return SrcLoc{t.line, t.col};
@@ -135,10 +155,13 @@ class LocalScopes {
 // checks.
 struct IndexAccumulator {
   Index index;
-  bool add_term(std::int64_t coef, std::string_view sym) {
+  // False on overflow; `added` tells whether a new term (memory to charge) was made.
+  bool add_term(std::int64_t coef, std::string_view sym, bool& added) {
+    added = false;
     for (auto& t : index.terms)
       if (t.sym == sym) return !__builtin_add_overflow(t.coef, coef, &t.coef);
     index.terms.push_back(Index::Term{coef, std::string(sym)});
+    added = true;
     return true;
   }
   bool add_offset(std::int64_t v) { return !__builtin_add_overflow(index.offset, v, &index.offset); }
@@ -170,6 +193,11 @@ class Parser {
   Prec expect_prec();
   std::int64_t expect_int(std::string_view what);
   std::string_view span(const Token& first, const Token& last) const;
+
+  // ---- memory: every piece of the routine is charged as it is made (kMaxRoutineBytes)
+  void charge(std::size_t bytes);
+  std::shared_ptr<Stmt> new_stmt(StmtKind kind);
+  std::shared_ptr<Expr> new_expr(ExprKind kind);
 
   // ---- declarations
   void parse_attr();
@@ -206,6 +234,7 @@ class Parser {
   const std::string& file_;
   Token cur_;
   int depth_ = 0;
+  std::size_t charged_ = 0;  // bytes of routine built so far
   Routine routine_;
   std::unordered_map<std::string_view, std::size_t> node_index_;  // name -> routine_.nodes slot
   LocalScopes locals_;
@@ -292,6 +321,30 @@ std::int64_t Parser::expect_int(std::string_view what) {
   return *v;
 }
 
+// ---- memory ------------------------------------------------------------------------------------
+
+void Parser::charge(std::size_t bytes) {
+  charged_ += bytes;
+  if (charged_ > kMaxRoutineBytes)
+    fail_at(cur_, fmt::format("expected a routine of at most {} MiB in memory (statements, expressions, "
+                              "indices), found a bigger one",
+                              kMaxRoutineBytes >> 20));
+}
+
+std::shared_ptr<Stmt> Parser::new_stmt(StmtKind kind) {
+  charge(kStmtCost);
+  auto s = std::make_shared<Stmt>();
+  s->kind = kind;
+  return s;
+}
+
+std::shared_ptr<Expr> Parser::new_expr(ExprKind kind) {
+  charge(kExprCost);
+  auto e = std::make_shared<Expr>();
+  e->kind = kind;
+  return e;
+}
+
 // ---- declarations ------------------------------------------------------------------------------
 
 Routine Parser::parse_file() {
@@ -300,8 +353,7 @@ Routine Parser::parse_file() {
   Token open = expect(Tok::LBrace, "'{'");
   while (at_kw(Kw::Attr)) parse_attr();
   while (at_kw(Kw::Node)) parse_node();
-  auto body = std::make_shared<Stmt>();
-  body->kind = StmtKind::Seq;
+  auto body = new_stmt(StmtKind::Seq);
   body->loc = loc_of(open);
   body->body = parse_statements();
   expect(Tok::RBrace, "'}'");
@@ -315,6 +367,7 @@ void Parser::parse_attr() {
   Token name = expect_name("an attr name");
   expect(Tok::Assign, "'='");
   std::int64_t value = expect_int("an integer");
+  charge(kAttrCost + string_cost(name.text.size()));
   if (!routine_.attrs.emplace(std::string(name.text), value).second)
     fail_at(name, fmt::format("expected a new attr name, found duplicate '{}'", name.text));
 }
@@ -339,6 +392,7 @@ void Parser::parse_extents(Node& node) {
     if (extent > kMaxNodeCells / cells)
       fail_at(first, fmt::format("expected at most 2^40 cells in node '{}', found more", node.name));
     cells *= extent;
+    charge(kExtentCost);
     node.dims.push_back(extent);
     if (!at(Tok::Comma)) break;
     advance();
@@ -352,6 +406,7 @@ void Parser::parse_node() {
   Node node;
   node.loc = loc_of(keyword);
   Token name = expect_name("a node name");
+  charge(kNodeCost + string_cost(name.text.size()));
   node.name = std::string(name.text);
   if (auto it = node_index_.find(name.text); it != node_index_.end()) {
     const SrcLoc& first = routine_.nodes[it->second].loc;
@@ -389,7 +444,10 @@ std::vector<StmtP> Parser::parse_block(const std::vector<std::pair<std::string_v
   NestingGuard guard(*this);
   expect(Tok::LBrace, "'{'");
   std::size_t mark = locals_.mark();
-  for (const auto& [name, prec] : carried) locals_.declare(name, prec);
+  for (const auto& [name, prec] : carried) {
+    charge(kLocalCost);
+    locals_.declare(name, prec);
+  }
   std::vector<StmtP> body = parse_statements();
   advance();  // '}'
   locals_.pop_to(mark);
@@ -419,25 +477,28 @@ StmtP Parser::parse_stmt() {
 
 // zero, local, comment and noop: one line, no nested statements.
 StmtP Parser::parse_simple_stmt() {
-  auto s = std::make_shared<Stmt>();
+  auto s = new_stmt(StmtKind::Noop);
   s->loc = loc_of(cur_);
   Kw kw = cur_.kw;
   advance();
   if (kw == Kw::Zero) {
     s->kind = StmtKind::Zero;
-    s->name = std::string(expect_name("a node name").text);
+    Token name = expect_name("a node name");
+    charge(string_cost(name.text.size()));
+    s->name = std::string(name.text);
   } else if (kw == Kw::Local) {
     s->kind = StmtKind::DeclareLocal;
     Token name = expect_name("a local name");
+    charge(string_cost(name.text.size()) + kLocalCost);
     s->name = std::string(name.text);
     expect(Tok::Colon, "':'");
     s->prec = expect_prec();
     locals_.declare(name.text, s->prec);
   } else if (kw == Kw::Comment) {
     s->kind = StmtKind::Comment;
-    s->name = text::decode_string(expect(Tok::String, "a string").text);
-  } else {
-    s->kind = StmtKind::Noop;
+    Token text = expect(Tok::String, "a string");
+    charge(string_cost(text.text.size()));
+    s->name = text::decode_string(text.text);
   }
   return s;
 }
@@ -446,7 +507,8 @@ StmtP Parser::parse_simple_stmt() {
 StmtP Parser::parse_assignment() {
   Token name = cur_;
   advance();
-  auto s = std::make_shared<Stmt>();
+  auto s = new_stmt(StmtKind::Set);
+  charge(string_cost(name.text.size()));
   s->loc = loc_of(name);
   s->name = std::string(name.text);
   if (at(Tok::LBracket)) {
@@ -465,7 +527,9 @@ StmtP Parser::parse_assignment() {
 
 // `sym in from..to`
 void Parser::parse_range(Stmt& s) {
-  s.sym = std::string(expect_name("a loop symbol").text);
+  Token sym = expect_name("a loop symbol");
+  charge(string_cost(sym.text.size()));
+  s.sym = std::string(sym.text);
   expect_kw(Kw::In, "'in'");
   s.from = expect_int("an integer");
   expect(Tok::DotDot, "'..'");
@@ -473,8 +537,7 @@ void Parser::parse_range(Stmt& s) {
 }
 
 StmtP Parser::parse_for() {
-  auto s = std::make_shared<Stmt>();
-  s->kind = StmtKind::For;
+  auto s = new_stmt(StmtKind::For);
   s->loc = loc_of(cur_);
   advance();  // 'for'
   parse_range(*s);
@@ -488,6 +551,7 @@ Carried Parser::parse_carried(std::vector<std::pair<std::string_view, Prec>>& na
   expect(Tok::Arrow, "'->'");
   Token next = expect_name("a carried local name");
   expect(Tok::Colon, "':'");
+  charge(kCarriedCost + string_cost(prev.text.size()) + string_cost(next.text.size()));
   c.prev = std::string(prev.text);
   c.next = std::string(next.text);
   c.prec = expect_prec();
@@ -499,8 +563,7 @@ Carried Parser::parse_carried(std::vector<std::pair<std::string_view, Prec>>& na
 }
 
 StmtP Parser::parse_scan() {
-  auto s = std::make_shared<Stmt>();
-  s->kind = StmtKind::Scan;
+  auto s = new_stmt(StmtKind::Scan);
   s->loc = loc_of(cur_);
   advance();  // 'scan'
   parse_range(*s);
@@ -528,8 +591,7 @@ StmtP Parser::parse_scan() {
 }
 
 StmtP Parser::parse_if() {
-  auto s = std::make_shared<Stmt>();
-  s->kind = StmtKind::If;
+  auto s = new_stmt(StmtKind::If);
   s->loc = loc_of(cur_);
   advance();  // 'if'
   s->value = parse_expr();
@@ -575,8 +637,7 @@ ExprP Parser::parse_constant() {
   advance();
   if (negative) value = -value;
   expect(Tok::Colon, "':' and a precision after a constant");
-  auto e = std::make_shared<Expr>();
-  e->kind = ExprKind::Const;
+  auto e = new_expr(ExprKind::Const);
   e->loc = loc_of(first);
   e->prec = expect_prec();
   if (e->prec == Prec::I32) {
@@ -595,13 +656,13 @@ ExprP Parser::parse_constant() {
 
 // 'idx' '.' PREC '(' index ')'
 ExprP Parser::parse_embed_index() {
-  auto e = std::make_shared<Expr>();
-  e->kind = ExprKind::EmbedIndex;
+  auto e = new_expr(ExprKind::EmbedIndex);
   e->loc = loc_of(cur_);
   advance();  // 'idx'
   expect(Tok::Dot, "'.' and a precision after 'idx'");
   e->prec = expect_prec();
   expect(Tok::LParen, "'('");
+  charge(kIndexCost);
   e->indices.push_back(parse_index());
   expect(Tok::RParen, "')' (idx takes one index)");
   return e;
@@ -612,7 +673,8 @@ ExprP Parser::parse_named_expr() {
   Token name = cur_;
   advance();
   if (at(Tok::Dot)) return parse_operation(name);
-  auto e = std::make_shared<Expr>();
+  auto e = new_expr(ExprKind::GetLocal);
+  charge(string_cost(name.text.size()));
   e->loc = loc_of(name);
   e->name = std::string(name.text);
   if (at(Tok::LBracket)) {
@@ -632,7 +694,7 @@ ExprP Parser::parse_named_expr() {
 }
 
 ExprP Parser::parse_operation(const Token& op_token) {
-  auto e = std::make_shared<Expr>();
+  auto e = new_expr(ExprKind::Unary);
   e->loc = loc_of(op_token);
   std::size_t arity = 0;
   if (auto u = parse_unop(op_token.text)) {
@@ -671,9 +733,11 @@ ExprP Parser::parse_operation(const Token& op_token) {
 std::vector<Index> Parser::parse_index_list() {
   advance();  // '['
   std::vector<Index> out;
+  charge(kIndexCost);
   out.push_back(parse_index());
   while (at(Tok::Comma)) {
     advance();
+    charge(kIndexCost);
     out.push_back(parse_index());
   }
   expect(Tok::RBracket, "',' or ']'");
@@ -702,7 +766,9 @@ void Parser::parse_index_term(IndexAccumulator& acc, bool negate) {
   };
   if (at(Tok::Ident)) {
     Token sym = expect_name("an index term (an integer or a symbol)");
-    if (!acc.add_term(negate ? -1 : 1, sym.text)) overflow();
+    bool added = false;
+    if (!acc.add_term(negate ? -1 : 1, sym.text, added)) overflow();
+    if (added) charge(kTermCost + string_cost(sym.text.size()));
   } else {
     if (at(Tok::Minus)) {
       negate = !negate;
@@ -719,7 +785,9 @@ void Parser::parse_index_term(IndexAccumulator& acc, bool negate) {
     if (at(Tok::Star)) {
       advance();
       Token sym = expect_name("a symbol after '*'");
-      if (!acc.add_term(*v, sym.text)) overflow();
+      bool added = false;
+      if (!acc.add_term(*v, sym.text, added)) overflow();
+      if (added) charge(kTermCost + string_cost(sym.text.size()));
     } else if (!acc.add_offset(*v)) {
       overflow();
     }
@@ -739,6 +807,12 @@ Routine parse_routine_file(const std::string& path) {
   if (!f)
     throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot open ({})", std::strerror(errno)));
   std::string contents;
+  // One allocation of the file's size: appending would double the capacity, and the peak, twice over.
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    const long size = std::ftell(f);
+    if (size > 0) contents.reserve(static_cast<std::size_t>(size) + 1);
+    std::rewind(f);
+  }
   char buffer[1 << 16];
   std::size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) contents.append(buffer, n);

@@ -1,7 +1,8 @@
 #pragma once
 // The `.fp` parser: text (docs/text-format.md) to a Routine. Robust against arbitrary input: it
-// never crashes or hangs, recursion is capped at kMaxNesting levels, and the first problem is
-// thrown as fp::UserError(kExitMalformed, file, line, col, "expected X, found Y").
+// never crashes or hangs, recursion is capped at kMaxNesting levels, the routine it builds at
+// kMaxRoutineBytes of memory, time is linear in the text, and the first problem is thrown as
+// fp::UserError(kExitMalformed, file, line, col, "expected X, found Y").
 //
 // The parser resolves exactly what it needs to build the IR: a node read `x[...]` takes the
 // node's precision and a local read `x` the local's (locals are lexically scoped: `local`
@@ -9,6 +10,7 @@
 // node or local in a read is a parse error. Every other scope and type rule (loop symbols, the
 // node of a store, bounds, the scan contract) is the well-formedness checker's.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,11 @@ namespace fp {
 inline constexpr int kMaxNesting = 256;
 // Most cells one node may have.
 inline constexpr std::int64_t kMaxNodeCells = std::int64_t{1} << 40;
+// Most memory the parsed routine may take (statements, expressions, indices, extents, names),
+// counted as it is built: no input, however shaped, makes the parser allocate more, and a text past
+// it is an error located where the budget ran out. The IR costs 10 to 20 bytes per byte of typical
+// text (a 200-byte statement for `zero a`), so this admits routines of about 4 MB of text.
+inline constexpr std::size_t kMaxRoutineBytes = std::size_t{64} << 20;
 
 // Parses one routine. file_name only labels errors. Sets SrcLoc (line, col: 1-based, columns
 // in bytes) on every Node, Stmt and Expr it creates; the body Seq is located at the routine's '{'.

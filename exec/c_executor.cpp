@@ -5,16 +5,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "core/numerics.h"
 #include "exec/c_codegen.h"
 #include "exec/executor.h"
-#include "core/input_validation.h"
 #include "exec/jit.h"
 #include "exec/native_buffers.h"
 #include "exec/program_plan.h"
@@ -35,17 +37,30 @@ using AbiFn = int (*)();
 
 }  // namespace
 
+int max_c_threads() {
+  const int hw = static_cast<int>(std::min(std::thread::hardware_concurrency(), 1024u));
+  return std::clamp(4 * hw, 64, 1024);
+}
+
 int resolve_c_threads(int requested) {
+  const int cap = max_c_threads();
+  if (requested < 0 || requested > cap)
+    throw ExecError(
+        fmt::format("a thread count of {} is outside 1..{} (4 x the hardware threads, at least 64, "
+                    "at most 1024)",
+                    requested, cap));
   if (requested > 0) return requested;
   if (const char* e = std::getenv("FLASHPROOF_THREADS"); e && *e) {
     char* end = nullptr;
+    errno = 0;
     const long v = std::strtol(e, &end, 10);
-    if (end && *end == '\0' && v > 0 && v <= 4096) return static_cast<int>(v);
-    throw UserError(kExitUsage, "", 0, 0,
-                    fmt::format("FLASHPROOF_THREADS: expected a positive thread count, found '{}'", e));
+    if (errno == 0 && end && *end == '\0' && v > 0 && v <= cap) return static_cast<int>(v);
+    throw UserError(
+        kExitUsage, "", 0, 0,
+        fmt::format("FLASHPROOF_THREADS: expected a thread count from 1 to {}, found '{}'", cap, e));
   }
   const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, static_cast<unsigned>(cap)));
 }
 
 namespace {
@@ -124,14 +139,16 @@ class CExecutor final : public Executor {
     return Availability::yes();
   }
   std::unique_ptr<CompiledProgram> compile(const Routine& r) override {
+    const int threads = resolve_c_threads(opts_.threads);  // refused before any compiling
     ProgramPlan plan = make_plan(r, opts_.placement);
     std::string src = generate_c(plan);
     JitResult jit = jit_compile_c(src, jit_options());
-    return std::make_unique<CProgram>(std::move(plan), std::move(src), std::move(jit), "fpx_entry",
-                                      resolve_c_threads(opts_.threads), opts_.source_name);
+    return std::make_unique<CProgram>(std::move(plan), std::move(src), std::move(jit), "fpx_entry", threads,
+                                      opts_.source_name);
   }
 
   std::vector<std::unique_ptr<CompiledProgram>> compile_batch(const std::vector<Routine>& rs) {
+    const int threads = resolve_c_threads(opts_.threads);
     std::vector<ProgramPlan> plans;
     std::vector<std::string> sources;
     std::string all;
@@ -144,7 +161,6 @@ class CExecutor final : public Executor {
     }
     JitResult jit = jit_compile_c(all, jit_options());
     std::vector<std::unique_ptr<CompiledProgram>> out;
-    const int threads = resolve_c_threads(opts_.threads);
     for (std::size_t i = 0; i < rs.size(); ++i)
       out.push_back(std::make_unique<CProgram>(std::move(plans[i]), std::move(sources[i]), jit,
                                                fmt::format("fpx_entry_{}", i), threads, opts_.source_name));

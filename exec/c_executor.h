@@ -15,8 +15,14 @@ namespace fp {
 std::vector<std::unique_ptr<CompiledProgram>> compile_c_batch(const std::vector<Routine>& routines,
                                                               const ExecOptions& opts);
 
+// The most worker threads a C program may run with: 4 × the hardware threads, but never a cap
+// below 64 (oversubscribing a small machine on purpose is legitimate) nor above 1024 (libgomp
+// creates every thread up front; 100000 of them exhaust the address space and crash inside it).
+int max_c_threads();
+
 // The thread count a C program runs with for `requested` (0: $FLASHPROOF_THREADS, else the
-// hardware concurrency).
+// hardware concurrency). A request outside 1..max_c_threads() is refused with ExecError, whatever
+// the caller validated before; a $FLASHPROOF_THREADS outside it is UserError 64.
 int resolve_c_threads(int requested);
 
 }  // namespace fp

@@ -5,7 +5,6 @@
 // pattern) before the run and checked after it, so a cell no kernel wrote is an error, not a
 // silently wrong value. docs/executors.md describes the mapping and the checks.
 
-#include "core/sha256.h"
 #include "exec/cuda_executor.h"
 
 #include <dlfcn.h>
@@ -20,9 +19,11 @@
 #include <mutex>
 #include <optional>
 
+#include "core/atomic_file.h"
 #include "core/diagnostic.h"
-#include "exec/cuda_codegen.h"
 #include "core/input_validation.h"
+#include "core/sha256.h"
+#include "exec/cuda_codegen.h"
 #include "exec/jit.h"
 #include "exec/native_buffers.h"
 #include "exec/program_plan.h"
@@ -170,9 +171,13 @@ CudaBinary compile_with_nvcc(const std::string& source, const std::string& arch)
   if (!dir) return CudaBinary{false, "", "cannot create a temporary directory for nvcc"};
   const std::string cu = std::string(dir) + "/program.cu";
   const std::string cubin = std::string(dir) + "/program.cubin";
-  {
-    std::ofstream f(cu, std::ios::binary);
-    f << source;
+  // The compiler's input is checked like any output: a full /tmp must not pass for a compile error.
+  try {
+    write_file_atomically(cu, source);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
   }
   std::vector<std::string> argv = {nvcc_path(), "-cubin", "-arch=" + arch, "-std=c++17", "-o", cubin, cu};
   const auto sem = cuda_semantic_options();

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/attention.h"
 #include "core/diagnostic.h"
 #include "core/interpreter_program.h"
@@ -27,6 +29,7 @@
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
+#include "tools/memory_preflight.h"
 
 namespace fp::cli {
 namespace {
@@ -43,6 +46,7 @@ struct BenchOptions {
   std::string mask = "none";
   std::int64_t interp_max_seq = 0;
   std::uint64_t seed = 1;
+  std::string max_memory;
   ConfigOptions config;
 };
 
@@ -109,15 +113,45 @@ ax[0].set_xscale("log", base=2); ax[0].set_yscale("log"); ax[0].set_xlabel("sequ
 ax[0].set_ylabel("median time (ms)"); ax[0].legend(); ax[0].set_title("attention forward, f32")
 ax[1].set_xscale("log", base=2); ax[1].set_yscale("log"); ax[1].set_xlabel("sequence length")
 ax[1].set_ylabel("peak memory (MiB)"); ax[1].legend(); ax[1].set_title("memory report peak")
-fig.tight_layout(); fig.savefig(sys.argv[2], dpi=120)
-print("wrote " + sys.argv[2])
+fig.tight_layout(); fig.savefig(sys.argv[2], dpi=120, format="png")
 )py";
+  // matplotlib draws into a scratch file; its bytes then reach `png` through an AtomicFile, so the
+  // plot is whole or absent and a failure is 73/74 like every other output.
+  const std::string scratch = sibling_temporary_name(
+      (std::filesystem::temp_directory_path() / "flashproof-plot.png").string(), "tmp");
   std::string out;
-  const int rc = run_program({"python3", "-c", script, csv, png}, out);
-  if (rc < 0 || rc == 127)
+  const int rc = run_program({"python3", "-c", script, csv, scratch}, out);
+  std::string bytes;
+  if (rc == 0) {
+    std::ifstream f(scratch, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  std::error_code ignored;
+  std::filesystem::remove(scratch, ignored);
+  if (rc < 0 || rc == 127) {
     fmt::print("plot skipped: python3 is not available\n");
-  else
+    return;
+  }
+  if (rc == 3) {  // matplotlib missing: the script said so
     fmt::print("{}", out);
+    return;
+  }
+  if (rc != 0 || bytes.empty())
+    throw UserError(kExitIoError, png, 0, 0,
+                    fmt::format("drawing the plot failed (python3 exit {}): {}", rc, out));
+  write_file_atomically(png, bytes);
+  fmt::print("wrote {}\n", png);
+}
+
+AttentionSpec bench_spec(const BenchOptions& o, std::int64_t seq) {
+  AttentionSpec spec;
+  spec.batch = 1;
+  spec.heads = 1;
+  spec.sq = spec.sk = seq;
+  spec.d = spec.e = o.d;
+  spec.mask = o.mask;
+  spec.precision = Prec::F32;
+  return spec;
 }
 
 void bench_attention(const BenchOptions& o) {
@@ -134,6 +168,21 @@ void bench_attention(const BenchOptions& o) {
   auto ex = make_executor(o.executor, eo);
   require_available(*ex);
 
+  Config rewrite_cfg = cfg;
+  rewrite_cfg.online_softmax = true;
+
+  // Every length is checked before the first one runs: each holds both forms' programs, the
+  // interpreter's when timed, and one input set.
+  for (std::int64_t seq : seqs) {
+    const Routine composed = build_attention(bench_spec(o, seq));
+    const Routine rewritten = run_tier(composed, rewrite_cfg).routine;
+    std::vector<RunMemory> parts{estimate_run_memory(composed, o.executor, eo.placement),
+                                 estimate_run_memory(rewritten, o.executor, eo.placement, true)};
+    if (seq <= o.interp_max_seq) parts.push_back(estimate_run_memory(composed, "interp", eo.placement, true));
+    preflight_memory(combine(std::move(parts), fmt::format("both forms at seq {} on {}", seq, o.executor)),
+                     o.max_memory, fmt::format("attention at seq {}", seq));
+  }
+
   double peak_gflops = 0;
   std::string peak_kind;
   if (o.executor == "c") {
@@ -143,19 +192,10 @@ void bench_attention(const BenchOptions& o) {
     fmt::print("measured f32 peak: {:.1f} GFLOP/s ({}, {} thread{}, same compiler and flags)\n", pk.gflops,
                pk.instruction, pk.threads, pk.threads == 1 ? "" : "s");
   }
-  Config rewrite_cfg = cfg;
-  rewrite_cfg.online_softmax = true;
 
   std::vector<Row> rows;
   for (std::int64_t seq : seqs) {
-    AttentionSpec spec;
-    spec.batch = 1;
-    spec.heads = 1;
-    spec.sq = spec.sk = seq;
-    spec.d = spec.e = o.d;
-    spec.mask = o.mask;
-    spec.precision = Prec::F32;
-    Routine composed = build_attention(spec);
+    Routine composed = build_attention(bench_spec(o, seq));
     Routine rewritten = run_tier(composed, rewrite_cfg).routine;
     const Routine* forms[2] = {&composed, &rewritten};
     const char* names[2] = {"composed", "rewritten"};
@@ -234,17 +274,16 @@ void bench_attention(const BenchOptions& o) {
     std::string csv_path = o.csv;
     if (csv_path.empty())
       csv_path = (std::filesystem::temp_directory_path() / "flashproof-bench.csv").string();
-    std::ofstream f(csv_path);
-    if (!f) throw UserError(kExitUsage, csv_path, 0, 0, "cannot open for writing");
-    f << "seq,form,executor,threads,d,median_ms,min_ms,gflops,peak_fraction,peak_gflops,peak_mib,peak_bytes,"
-         "measured_peak_bytes,square_buffers,interp_ms\n";
+    std::string csv =
+        "seq,form,executor,threads,d,median_ms,min_ms,gflops,peak_fraction,peak_gflops,peak_mib,peak_bytes,"
+        "measured_peak_bytes,square_buffers,interp_ms\n";
     for (const Row& r : rows)
-      f << fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{:.5f},{:.2f},{},{},{},{},{}\n", r.seq, r.form,
-                       o.executor, resolve_c_threads(o.threads), o.d, r.median_s * 1e3, r.min_s * 1e3,
-                       r.gflops, r.peak_fraction, peak_gflops, mib(r.report_peak), r.report_peak,
-                       r.measured_peak, r.square_buffers,
-                       r.interp_s >= 0 ? fmt::format("{:.3f}", r.interp_s * 1e3) : "");
-    f.close();
+      csv += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{:.5f},{:.2f},{},{},{},{},{}\n", r.seq, r.form,
+                         o.executor, resolve_c_threads(o.threads), o.d, r.median_s * 1e3, r.min_s * 1e3,
+                         r.gflops, r.peak_fraction, peak_gflops, mib(r.report_peak), r.report_peak,
+                         r.measured_peak, r.square_buffers,
+                         r.interp_s >= 0 ? fmt::format("{:.3f}", r.interp_s * 1e3) : "");
+    write_file_atomically(csv_path, csv);
     if (!o.csv.empty()) fmt::print("wrote {}\n", o.csv);
     if (!o.plot.empty()) write_plot(csv_path, o.plot);
   }
@@ -268,6 +307,7 @@ void setup_bench(CLI::App& app) {
                   "Also time the interpreter once at lengths up to this (0: never)")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Input seed")->capture_default_str();
+  add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("bench", [&] { bench_attention(*o); }); });
 }

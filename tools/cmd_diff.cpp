@@ -11,15 +11,15 @@
 // and exits 1. An unavailable executor makes the verdict unknown (exit 2 under --fail-on=unknown,
 // the default). docs/executors.md documents the report.
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <set>
 
+#include "core/atomic_directory.h"
 #include "core/diagnostic.h"
+#include "core/executable_path.h"
 #include "core/npy.h"
 #include "exec/differential.h"
 #include "exec/executor.h"
@@ -28,6 +28,7 @@
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/diff_report.h"
+#include "tools/memory_preflight.h"
 #include "tools/routine_io.h"
 #include "tools/tier_runner.h"
 
@@ -45,6 +46,7 @@ struct DiffOptions {
   std::string case_dir;
   std::string fail_on = "unknown";
   int threads = 0;
+  std::string max_memory;
   ConfigOptions config;
 };
 
@@ -56,15 +58,13 @@ std::string fresh_case_dir(const std::string& requested) {
   return dir;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UserError(kExitUsage, path, 0, 0, "cannot open for writing");
-  f << text;
-}
-
-void write_tensors(const std::string& dir, const TensorMap& ts) {
-  std::filesystem::create_directories(dir);
-  for (const auto& [name, t] : ts) write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), t);
+void write_tensors(AtomicDirectory& dir, const std::string& sub, const TensorMap& ts) {
+  dir.make_subdirectory(sub);
+  for (const auto& [name, t] : ts) {
+    std::unique_ptr<AtomicFile> f = dir.open(sub + "/" + name + ".npy");
+    write_npy(*f, t);
+    f->commit();
+  }
 }
 
 void run_diff(const DiffOptions& o) {
@@ -100,6 +100,13 @@ void run_diff(const DiffOptions& o) {
     plan = plan_rewrite_diff(original, *res);
     rep.notes = plan->notes;
   }
+  // Both runs share the inputs and the first one's outputs live on while the second runs: the
+  // estimates add up. Checked before the inputs or any buffer exist.
+  const PlacementConfig placement{cfg.virtualize_max_inline_reduction};
+  preflight_memory(combine({estimate_run_memory(plan ? plan->source : original, o.a, placement),
+                            estimate_run_memory(second, o.b, placement, true)},
+                           fmt::format("{} then {}, the first one's outputs kept", o.a, o.b)),
+                   o.max_memory, o.file);
   const std::uint64_t seed = o.seed.value_or(1);
   const TensorMap in = load_inputs(original, o.inputs, seed);
   rep.inputs = o.inputs.empty() ? fmt::format("seed {}", seed)
@@ -160,20 +167,21 @@ void run_diff(const DiffOptions& o) {
                            : fmt::format("{} of {} outputs are outside the stand-in tolerance, which is not a "
                                          "certified bound: no verdict",
                                          bad, rep.outputs.size());
-    // The replayable case: routines, inputs, both outputs, and the command that reproduces it.
+    // The replayable case: routines, inputs, both outputs, and the command that reproduces it,
+    // staged and renamed into place so that it is complete or absent.
     rep.case_dir = fresh_case_dir(o.case_dir);
-    std::filesystem::create_directories(rep.case_dir);
-    write_file(rep.case_dir + "/original.fp", routine_file_text(original, seed));
-    if (o.rewrite) write_file(rep.case_dir + "/rewritten.fp", routine_file_text(second, seed));
-    write_tensors(rep.case_dir + "/inputs", in);
-    write_tensors(rep.case_dir + "/" + o.a + "-outputs", out_a);
-    write_tensors(rep.case_dir + "/" + o.b + "-outputs" + (o.a == o.b ? "-2" : ""), out_b);
+    AtomicDirectory case_dir(rep.case_dir);
+    case_dir.write_file("original.fp", routine_file_text(original, seed));
+    if (o.rewrite) case_dir.write_file("rewritten.fp", routine_file_text(second, seed));
+    write_tensors(case_dir, "inputs", in);
+    write_tensors(case_dir, o.a + "-outputs", out_a);
+    write_tensors(case_dir, o.b + "-outputs" + (o.a == o.b ? "-2" : ""), out_b);
     // The environment the executors read is part of the case (a compiler flag can be the cause).
     std::string env;
     for (const char* var :
          {"FLASHPROOF_CC", "FLASHPROOF_CFLAGS", "FLASHPROOF_THREADS", "FLASHPROOF_CUDA_COMPILER"})
       if (const char* v = std::getenv(var); v && *v) env += fmt::format("{}={} ", var, shell_quote(v));
-    std::string cmd = fmt::format("{}flashproof diff original.fp --executor {} --vs {}",
+    std::string cmd = fmt::format("{}\"$FLASHPROOF\" diff original.fp --executor {} --vs {}",
                                   env.empty() ? "" : "env " + env, shell_quote(o.a), shell_quote(o.b));
     if (o.rewrite) {
       cmd += " --rewrite";
@@ -181,14 +189,14 @@ void run_diff(const DiffOptions& o) {
       for (const auto& s : o.config.settings) cmd += " --set " + shell_quote(s);
     }
     for (const auto& [name, t] : in) cmd += " --input " + shell_quote(name + "=inputs/" + name + ".npy");
-    const std::string script = rep.case_dir + "/replay.sh";
-    write_file(
-        script,
+    case_dir.write_file(
+        "replay.sh",
         fmt::format("#!/bin/sh\n# flashproof {}\n# command: {}\n# Replays this differential case "
-                    "(exit 1 while the executors still disagree).\ncd \"$(dirname \"$0\")\" || exit 66\n"
-                    "exec {} \"$@\"\n",
-                    FLASHPROOF_VERSION, rep.command, cmd));
-    chmod(script.c_str(), 0755);
+                    "(exit 1 while the executors still disagree).\n{}cd \"$(dirname \"$0\")\" || "
+                    "exit 66\nexec {} \"$@\"\n",
+                    FLASHPROOF_VERSION, rep.command, replay_script_preamble(), cmd),
+        0777);
+    case_dir.commit();
     rep.replay = rep.case_dir + "/replay.sh";
   }
   std::fputs(render_diff_report(rep, o.format).c_str(), stdout);
@@ -215,6 +223,7 @@ void setup_diff(CLI::App& app) {
   sub->add_option("--fail-on", o->fail_on, "unknown (exit 2 when a comparison cannot be made) or refuted")
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("diff", [&] { run_diff(*o); }); });
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/memory_report.h"
@@ -16,6 +17,7 @@
 #include "rewrites/config.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
+#include "tools/memory_preflight.h"
 #include "tools/routine_io.h"
 #include "tools/tensor_summary.h"
 #include "tools/tier_runner.h"
@@ -32,6 +34,7 @@ struct RunOptions {
   bool quiet = false;
   std::string executor = "interp";
   int threads = 0;
+  std::string max_memory;
   ConfigOptions config;
 };
 
@@ -46,17 +49,19 @@ void run(const RunOptions& o) {
   std::optional<RewriteResult> rewritten = run_tier_checked(load_checked_routine(o.file), cfg, {});
   if (!rewritten) return;
   const Routine& r = rewritten->routine;
-  TensorMap in = load_inputs(r, o.inputs, o.seed);
   ExecOptions eo;
   eo.source_name = o.file;
   eo.threads = o.threads;
   eo.placement.max_inline_reduction = cfg.virtualize_max_inline_reduction;
   std::unique_ptr<Executor> ex = make_executor(o.executor, eo);
   require_available(*ex);
+  // Before the inputs or any buffer exist: too big for the machine is an error, not a crash.
+  preflight_memory(estimate_run_memory(r, o.executor, eo.placement), o.max_memory, o.file);
+  TensorMap in = load_inputs(r, o.inputs, o.seed);
   std::unique_ptr<CompiledProgram> prog = ex->compile(r);
   TensorMap out = prog->run(in);
   if (!o.output_dir.empty()) {
-    std::filesystem::create_directories(o.output_dir);
+    create_output_directories(o.output_dir);
     write_tensors(o.output_dir, out);
     if (o.seed) write_tensors(o.output_dir, in);
   }
@@ -82,6 +87,7 @@ void setup_run(CLI::App& app) {
   sub->add_option("--executor", o->executor, "Executor: interp (the reference), c (compiled C) or cuda")
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("run", [&] { run(*o); }); });
 }

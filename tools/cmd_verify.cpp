@@ -27,6 +27,7 @@
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
+#include "tools/memory_preflight.h"
 #include "tools/routine_io.h"
 #include "verify/compare.h"
 #include "verify/engine.h"
@@ -49,6 +50,7 @@ struct VerifyOptions {
   std::string cache_mode;  // --cache: use | refresh | off (verify/proof_cache.h)
   bool no_progress = false;
   std::optional<double> run_budget_s;
+  std::string max_memory;
   verify::EngineOptions engine;
   TierOptions tier;
   ConfigOptions config;
@@ -56,6 +58,10 @@ struct VerifyOptions {
 
 int replay(const VerifyOptions& o) {
   Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
+  preflight_memory(
+      combine({estimate_run_memory(src, "interp", {}), estimate_run_memory(tgt, "interp", {}, true)},
+              "the replay: source and target on the interpreter, every node as f64 cells"),
+      o.max_memory, o.tgt);
   std::optional<double> rel = verify::parse_claim(o.claim);
   std::vector<std::string> nodes;
   for (const Node* n : src.outputs()) nodes.push_back(n->name);
@@ -160,6 +166,9 @@ void run_verify(VerifyOptions& o) {
     }
     if (tasks.empty()) ctx.notes.push_back("no obligations: the tier applied no rewrite");
   }
+  // The interpreter trials allocate every node: a program too big for the machine is refused here,
+  // before the first obligation, rather than after minutes of work.
+  preflight_memory(verify_run_memory(tasks, o.engine.jobs), o.max_memory, pair_mode ? o.tgt : o.file);
   std::unique_ptr<verify::Progress> progress;
   if (!o.no_progress && !tasks.empty()) {
     progress = std::make_unique<verify::Progress>(static_cast<int>(tasks.size()),
@@ -228,6 +237,7 @@ void setup_verify(CLI::App& app) {
   sub->add_option("--exp-ulp", o->engine.limits.exp_ulp,
                   "Assumed fp_exp64 error in binary64 ulps (default 0.52)");
   sub->add_flag("--no-progress", o->no_progress, "Do not report progress on standard error");
+  add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_verify(*o); });
 }

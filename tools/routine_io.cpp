@@ -2,18 +2,19 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/checker.h"
+#include "core/diagnostic.h"
 #include "core/npy.h"
 #include "core/random_inputs.h"
-#include "core/diagnostic.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "tools/command.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 
@@ -30,15 +31,10 @@ Routine load_checked_routine(const std::string& path) {
 }
 
 void write_text_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw UserError(kExitMissingInput, path, 0, 0, "cannot open for writing");
-  out << text;
-  if (!out) throw UserError(kExitMissingInput, path, 0, 0, "write failed");
+  if (path.empty() || path == "-")
+    write_standard_output(text);
+  else
+    write_file_atomically(path, text);
 }
 
 std::string routine_file_text(const Routine& r, std::optional<std::uint64_t> seed) {

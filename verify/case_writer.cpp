@@ -3,18 +3,15 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 
+#include "core/atomic_directory.h"
+#include "core/executable_path.h"
 #include "core/npy.h"
 #include "core/text_printer.h"
 
 namespace fp::verify {
 
 namespace {
-void write_file(const std::filesystem::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
 
 std::string sh_quote(const std::string& s) {
   bool safe = !s.empty();
@@ -41,25 +38,31 @@ Counterexample write_case(const std::string& dir, const Routine& src, const Rout
                           const std::string& origin, const std::vector<ExtentReduction>& extents) {
   namespace fs = std::filesystem;
   fs::path d = fs::absolute(dir);
-  fs::create_directories(d);
+  // Every file goes into a staging directory renamed onto `d` at the end: a case is complete or
+  // absent, never a src.fp without its inputs.
+  AtomicDirectory out(d.string());
   Routine s = with_outputs(src, {check.node}, false), t = with_outputs(tgt, {check.node}, false);
   const std::string sizes =
       extents.empty() ? ""
                       : "sizes reduced: " + extents_text(extents) + " (extents substituted in both routines)";
   FileHeader h{origin + "  (counterexample case" + (sizes.empty() ? "" : "; " + sizes) + ")", std::nullopt};
-  write_file(d / "src.fp", print_routine_file(s, h));
-  write_file(d / "tgt.fp", print_routine_file(t, h));
-  for (const auto& [name, tensor] : inputs) write_npy((d / (name + ".npy")).string(), tensor);
+  out.write_file("src.fp", print_routine_file(s, h));
+  out.write_file("tgt.fp", print_routine_file(t, h));
+  for (const auto& [name, tensor] : inputs) {
+    std::unique_ptr<AtomicFile> f = out.open(name + ".npy");
+    write_npy(*f, tensor);
+    f->commit();
+  }
   std::string claim =
       check.kind == NodeCheck::Kind::Bitwise ? "exact" : fmt::format("bounded:{:.17g}", check.rel);
-  std::string replay = fmt::format("flashproof verify --src {} --tgt {} --claim {} --inputs {}",
-                                   sh_quote((d / "src.fp").string()), sh_quote((d / "tgt.fp").string()),
-                                   claim, sh_quote(d.string()));
-  write_file(d / "replay.sh",
-             "#!/bin/sh\n# Replays the counterexample: exit 1 when the claim fails on these inputs.\n" +
-                 replay + "\n");
-  fs::permissions(d / "replay.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                  fs::perm_options::add);
+  const std::string args =
+      fmt::format("verify --src {} --tgt {} --claim {} --inputs {}", sh_quote((d / "src.fp").string()),
+                  sh_quote((d / "tgt.fp").string()), claim, sh_quote(d.string()));
+  std::string replay = "flashproof " + args;
+  out.write_file("replay.sh",
+                 "#!/bin/sh\n# Replays the counterexample: exit 1 when the claim fails on these inputs.\n" +
+                     replay_script_preamble() + "exec \"$FLASHPROOF\" " + args + "\n",
+                 0777);
   std::string note;
   if (check.kind == NodeCheck::Kind::Scaled)
     note =
@@ -67,8 +70,8 @@ Counterexample write_case(const std::string& dir, const Routine& src, const Rout
         "replay (relative to the cell) does not express; the replay compares relative to the cell.\n";
   std::string inputs_list;
   for (const auto& [name, tensor] : inputs) inputs_list += " " + name + ".npy";
-  write_file(
-      d / "README.txt",
+  out.write_file(
+      "README.txt",
       fmt::format("Counterexample from: {}\n\n{}\n{}\nFiles: src.fp tgt.fp{} replay.sh\nReplay:\n  {}\n{}",
                   origin, mismatch.text(),
                   extents.empty()
@@ -78,6 +81,7 @@ Counterexample write_case(const std::string& dir, const Routine& src, const Rout
                             "routines); the verdict was decided at the original sizes, and the pair "
                             "still fails at these.\n",
                   inputs_list, replay, note));
+  out.commit();
   return Counterexample{d.string(), replay, mismatch.text(), extents};
 }
 

@@ -4,9 +4,14 @@
 //                            violated node as their one output, at the reduced sizes when the
 //                            extents were shrunk
 //   DIR/<input>.npy          the minimized inputs
-//   DIR/replay.sh            the one-line replay: flashproof verify --src … --tgt … --claim …
-//                            --inputs DIR (exit 1: the claim fails on these inputs)
+//   DIR/replay.sh            the replay: flashproof verify --src … --tgt … --claim … --inputs DIR
+//                            (exit 1: the claim fails on these inputs), run with the flashproof
+//                            binary that wrote the case (core/executable_path.h), PATH's only when
+//                            that file is gone
 //   DIR/README.txt           what differs, and the command
+// The directory appears complete or not at all (core/atomic_directory.h); a write failure is a
+// UserError 73/74 naming the file, and an earlier case of the same name stays until the new one is
+// complete.
 
 #include <string>
 

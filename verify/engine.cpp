@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -532,9 +533,23 @@ std::vector<Verdict> verify_tasks(const std::vector<Task>& tasks, const EngineOp
   if (jobs <= 1) {
     worker();
   } else {
+    // An exception in a worker (a case directory that cannot be written, memory exhausted) stops
+    // the others and is rethrown here, on the caller's thread: never std::terminate.
+    std::mutex failure_mu;
+    std::exception_ptr failure;
+    auto guarded = [&] {
+      try {
+        worker();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mu);
+        if (!failure) failure = std::current_exception();
+        next.store(todo.size());
+      }
+    };
     std::vector<std::thread> threads;
-    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+    for (int j = 0; j < jobs; ++j) threads.emplace_back(guarded);
     for (auto& th : threads) th.join();
+    if (failure) std::rethrow_exception(failure);
   }
   return out;
 }

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/deadline.h"
 
 namespace fp::verify::smt {
@@ -49,14 +49,15 @@ void apply_limits(z3::context& c, z3::solver& s, const SmtLimits& limits) {
 
 SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
   if (!limits.dump_path.empty()) {
+    // A dump is an output like any other: whole or absent, and a failure is exit 73/74.
     std::filesystem::path path(limits.dump_path);
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    std::ofstream out(path);
-    out << "; " << (limits.comment.empty() ? "flashproof verify query" : limits.comment) << "\n";
-    out << "; solver: z3 " << solver_version() << "; replay: z3 rlimit=" << limits.rlimit << " "
-        << path.filename().string() << "\n";
-    out << "; expected by flashproof: unsat means proved\n";
-    out << s.to_smt2();
+    if (path.has_parent_path()) create_output_directories(path.parent_path().string());
+    write_file_atomically(
+        path.string(),
+        fmt::format("; {}\n; solver: z3 {}; replay: z3 rlimit={} {}\n; expected by flashproof: unsat means "
+                    "proved\n{}",
+                    limits.comment.empty() ? "flashproof verify query" : limits.comment, solver_version(),
+                    limits.rlimit, path.filename().string(), s.to_smt2()));
   }
   SmtOutcome o;
   // The thread's wall-clock budget (core/deadline.h) caps the backstop; a query it cuts short ends

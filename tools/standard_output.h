@@ -1,0 +1,19 @@
+#pragma once
+// Standard output is an output like any file: a report written there and lost (a full disk behind
+// a redirection, /dev/full, a closed descriptor) is exit 74 (EX_IOERR), never a silent 0.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fp::cli {
+
+// Writes `text` to standard output and flushes it; a failure is UserError 74 naming
+// "<standard output>".
+void write_standard_output(std::string_view text);
+
+// At exit: flushes standard output (everything printed through stdio, fmt::print and std::cout)
+// and returns the message for a write that failed at any point of the run, or nullopt.
+std::optional<std::string> standard_output_failure();
+
+}  // namespace fp::cli
