@@ -6,7 +6,9 @@
 #include <exception>
 
 #include "core/diagnostic.h"
+#include "core/diagnostic_render.h"
 #include "flashproof/version.h"
+#include "tools/cli_errors.h"
 #include "tools/command.h"
 
 int main(int argc, char** argv) {
@@ -18,10 +20,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : fp::kExitUsage;
+    return fp::cli::report_parse_error(app, e);
   } catch (const fp::UserError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fp::print_diagnostic(e);
     return e.code();
   }
   return fp::cli::exit_code();
