@@ -17,6 +17,7 @@ enum ExitCode : int {
   kExitUsage = 64,
   kExitMalformed = 65,
   kExitMissingInput = 66,
+  kExitUnavailable = 69,  // EX_UNAVAILABLE: the executor asked for cannot run here (no GPU, no compiler)
   kExitInternal = 70,
   kExitCantCreate = 73,  // EX_CANTCREAT: an output file cannot be created
   kExitIoError = 74,     // EX_IOERR: writing, flushing or renaming an output failed

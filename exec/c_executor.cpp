@@ -5,16 +5,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "core/numerics.h"
 #include "exec/c_codegen.h"
 #include "exec/executor.h"
-#include "core/input_validation.h"
 #include "exec/jit.h"
 #include "exec/native_buffers.h"
 #include "exec/program_plan.h"
@@ -35,17 +37,31 @@ using AbiFn = int (*)();
 
 }  // namespace
 
+int hardware_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+int max_c_threads() {
+  return std::max(256, 4 * hardware_threads());
+}
+
 int resolve_c_threads(int requested) {
+  const int cap = max_c_threads();
+  if (requested > cap || requested < 0)
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("{} threads requested: expected 1 to {}", requested, cap));
   if (requested > 0) return requested;
   if (const char* e = std::getenv("FLASHPROOF_THREADS"); e && *e) {
     char* end = nullptr;
+    errno = 0;
     const long v = std::strtol(e, &end, 10);
-    if (end && *end == '\0' && v > 0 && v <= 4096) return static_cast<int>(v);
-    throw UserError(kExitUsage, "", 0, 0,
-                    fmt::format("FLASHPROOF_THREADS: expected a positive thread count, found '{}'", e));
+    if (end && *end == '\0' && errno == 0 && v > 0 && v <= cap) return static_cast<int>(v);
+    throw UserError(
+        kExitUsage, "", 0, 0,
+        fmt::format("FLASHPROOF_THREADS: expected a thread count from 1 to {}, found '{}'", cap, e));
   }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  return hardware_threads();
 }
 
 namespace {

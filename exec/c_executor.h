@@ -16,7 +16,15 @@ std::vector<std::unique_ptr<CompiledProgram>> compile_c_batch(const std::vector<
                                                               const ExecOptions& opts);
 
 // The thread count a C program runs with for `requested` (0: $FLASHPROOF_THREADS, else the
-// hardware concurrency).
+// hardware concurrency). A count outside 1..max_c_threads() (requested or from the environment)
+// is a usage error (UserError 64).
 int resolve_c_threads(int requested);
+
+// The hardware concurrency (at least 1).
+int hardware_threads();
+// The most threads a C program may ask for: the larger of 256 and 4 x hardware_threads(). More is
+// never faster, and OpenMP runtimes fail in their own ways (libgomp crashed at 100000) long
+// before the operating system's limit.
+int max_c_threads();
 
 }  // namespace fp
