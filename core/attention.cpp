@@ -10,6 +10,7 @@
 #include "core/diagnostic.h"
 #include "core/frontend/autodiff.h"
 #include "core/frontend/lower.h"
+#include "core/numerics.h"
 
 namespace fp {
 
@@ -54,6 +55,25 @@ double parse_fill(const std::string& text) {
   return v;
 }
 
+// The scale is a constant of the program's precision: it must survive rounding to it as a normal
+// number. One that overflows (f32 1e39 -> inf), vanishes (1e-50 -> 0) or lands among the
+// subnormals (where it keeps only a few bits) would silently compute something else than asked.
+void check_scale(double scale, Prec p) {
+  const std::string name(prec_name(p));
+  if (!std::isfinite(scale)) usage(fmt::format("--scale {}: expected a finite number", scale));
+  if (scale == 0) return;  // exactly zero is representable and means what it says
+  const double rounded = round_to(p, scale);
+  const double mag = std::fabs(rounded);
+  if (std::isfinite(rounded) && mag >= min_normal(p)) return;
+  const std::string became = !std::isfinite(rounded) ? fmt::format("it rounds to {}", rounded)
+                             : rounded == 0          ? "it rounds to 0"
+                                                     : fmt::format("it rounds to the subnormal {}", rounded);
+  usage(fmt::format(
+      "--scale {}: not representable at {} ({}); expected 0 or a magnitude from 2^{} ({}) to {}, the normal "
+      "{} numbers",
+      scale, name, became, min_normal_exponent(p), min_normal(p), max_finite(p), name));
+}
+
 void validate(const AttentionSpec& s) {
   auto size = [](const char* what, std::int64_t v) {
     if (v < 1 || v > kMaxAttentionSize)
@@ -69,7 +89,7 @@ void validate(const AttentionSpec& s) {
   if (s.layers < 1 || s.layers > kMaxAttentionLayers)
     usage(fmt::format("--layers {}: expected 1 to {}", s.layers, kMaxAttentionLayers));
   if (!is_float(s.precision)) usage("attention needs a float precision (f64, f32, f16 or bf16)");
-  if (s.scale && !std::isfinite(*s.scale)) usage("--scale must be a finite number");
+  if (s.scale) check_scale(*s.scale, s.precision);
   if (!(s.dropout >= 0 && s.dropout < 1))
     usage(fmt::format("--dropout {}: expected a rate in [0, 1)", s.dropout));
   parse_mask(s.mask, s.sk);

@@ -52,8 +52,10 @@ inline constexpr int kMaxAttentionLayers = 256;
 
 // The forward tensor-expression program (the training step differentiates it). Throws
 // UserError(kExitUsage) for an invalid spec: a size < 1 or > 2^20, a node above 2^40 cells, a
-// malformed mask or fill, dropout outside [0, 1), a non-finite scale, a non-float precision,
-// layers outside 1..64, stacked leaf layers with d != e, non-leaf attention with sq != sk.
+// malformed mask or fill, dropout outside [0, 1), a scale that is not 0 and not a normal number
+// once rounded to the precision (inf, 0 or a subnormal: the message gives the range), a non-float
+// precision, layers outside 1..256, stacked leaf layers with d != e, non-leaf attention with
+// sq != sk.
 fe::Program attention_program(const AttentionSpec& spec);
 
 // The lowered routine: `attention_forward`, or `attention_train` when spec.train. Attributes

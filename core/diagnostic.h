@@ -18,7 +18,9 @@ enum ExitCode : int {
   kExitUsage = 64,
   kExitMalformed = 65,
   kExitMissingInput = 66,
-  kExitOverMemoryLimit = 69,  // EX_UNAVAILABLE: a run needs more memory than --max-memory allows
+  kExitUnavailable = 69,  // EX_UNAVAILABLE: this machine cannot do it: the executor asked for cannot
+                          // run here (no GPU, no compiler), or the run needs more memory than
+                          // --max-memory allows
   kExitInternal = 70,
   kExitCantCreate = 73,  // EX_CANTCREAT: an output file cannot be created
   kExitIoError = 74,     // EX_IOERR: writing, flushing or renaming an output failed

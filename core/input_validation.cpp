@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/diagnostic.h"
+#include "core/npy.h"
 #include "core/numerics.h"
 
 namespace fp {
@@ -46,6 +47,22 @@ const Tensor& validated_input(const Node& n, const TensorMap& inputs, const std:
                                   cell_text(n.dims, static_cast<std::int64_t>(i)), v, prec_name(n.prec)));
   }
   return t;
+}
+
+namespace {
+// NumPy's spelling of a type: "dtype '<f4', shape (2, 4)"; a 1-d shape keeps its comma.
+std::string numpy_type_string(Prec p, const std::vector<std::int64_t>& dims) {
+  return fmt::format("dtype '{}', shape ({}{})", npy_descr(p), fmt::join(dims, ", "),
+                     dims.size() == 1 ? "," : "");
+}
+}  // namespace
+
+void check_input_file(const Node& n, const Tensor& t, const std::string& path) {
+  if (t.prec == n.prec && t.dims == n.dims) return;
+  throw_malformed(path, 0, 0,
+                  fmt::format("expected {} ({}) for input '{}', found {} ({})",
+                              tensor_type_string(n.prec, n.dims), numpy_type_string(n.prec, n.dims), n.name,
+                              tensor_type_string(t.prec, t.dims), numpy_type_string(t.prec, t.dims)));
 }
 
 }  // namespace fp

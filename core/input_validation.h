@@ -24,4 +24,11 @@ std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat);
 // `source` names the routine's file in the message.
 const Tensor& validated_input(const Node& n, const TensorMap& inputs, const std::string& source);
 
+// Checks that the tensor read from the .npy file `path` fits input node `n` (precision and dims);
+// otherwise throws UserError 65 located at `path`, naming the input and both types, also in
+// NumPy's words (dtype and shape), since that is how the file was likely made:
+//   x.npy: expected f32[2,4] (dtype '<f4', shape (2, 4)) for input 'x', found f64[4] (dtype '<f8',
+//   shape (4,))
+void check_input_file(const Node& n, const Tensor& t, const std::string& path);
+
 }  // namespace fp

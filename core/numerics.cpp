@@ -89,6 +89,25 @@ double max_finite(Prec p) {
   return 0;
 }
 
+int min_normal_exponent(Prec p) {
+  switch (p) {
+    case Prec::F64:
+      return -1022;
+    case Prec::F32:
+    case Prec::BF16:
+      return -126;
+    case Prec::F16:
+      return -14;
+    case Prec::I32:
+      return 0;
+  }
+  return 0;
+}
+
+double min_normal(Prec p) {
+  return std::ldexp(1.0, min_normal_exponent(p));
+}
+
 double min_positive(Prec p) {
   switch (p) {
     case Prec::F64:

@@ -46,6 +46,10 @@ inline double round_binary(double x) {
 // subnormal; i32: 1).
 double max_finite(Prec p);
 double min_positive(Prec p);
+// The smallest positive normal value of a float precision (f16: 2^-14; f32, bf16: 2^-126; f64:
+// 2^-1022), and its exponent; i32: 1 and 0.
+double min_normal(Prec p);
+int min_normal_exponent(Prec p);
 
 // The bodies live in core/numerics_c.h (plain C, shared verbatim with the generated C and CUDA
 // code); these wrappers are the C++ API.

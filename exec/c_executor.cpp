@@ -37,30 +37,31 @@ using AbiFn = int (*)();
 
 }  // namespace
 
+int hardware_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
 int max_c_threads() {
-  const int hw = static_cast<int>(std::min(std::thread::hardware_concurrency(), 1024u));
-  return std::clamp(4 * hw, 64, 1024);
+  return std::max(256, 4 * hardware_threads());
 }
 
 int resolve_c_threads(int requested) {
   const int cap = max_c_threads();
-  if (requested < 0 || requested > cap)
-    throw ExecError(
-        fmt::format("a thread count of {} is outside 1..{} (4 x the hardware threads, at least 64, "
-                    "at most 1024)",
-                    requested, cap));
+  if (requested > cap || requested < 0)
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("{} threads requested: expected 1 to {}", requested, cap));
   if (requested > 0) return requested;
   if (const char* e = std::getenv("FLASHPROOF_THREADS"); e && *e) {
     char* end = nullptr;
     errno = 0;
     const long v = std::strtol(e, &end, 10);
-    if (errno == 0 && end && *end == '\0' && v > 0 && v <= cap) return static_cast<int>(v);
+    if (end && *end == '\0' && errno == 0 && v > 0 && v <= cap) return static_cast<int>(v);
     throw UserError(
         kExitUsage, "", 0, 0,
         fmt::format("FLASHPROOF_THREADS: expected a thread count from 1 to {}, found '{}'", cap, e));
   }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, static_cast<unsigned>(cap)));
+  return hardware_threads();
 }
 
 namespace {

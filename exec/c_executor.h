@@ -21,8 +21,15 @@ std::vector<std::unique_ptr<CompiledProgram>> compile_c_batch(const std::vector<
 int max_c_threads();
 
 // The thread count a C program runs with for `requested` (0: $FLASHPROOF_THREADS, else the
-// hardware concurrency). A request outside 1..max_c_threads() is refused with ExecError, whatever
-// the caller validated before; a $FLASHPROOF_THREADS outside it is UserError 64.
+// hardware concurrency). A count outside 1..max_c_threads() (requested or from the environment)
+// is a usage error (UserError 64).
 int resolve_c_threads(int requested);
+
+// The hardware concurrency (at least 1).
+int hardware_threads();
+// The most threads a C program may ask for: the larger of 256 and 4 x hardware_threads(). More is
+// never faster, and OpenMP runtimes fail in their own ways (libgomp crashed at 100000) long
+// before the operating system's limit.
+int max_c_threads();
 
 }  // namespace fp

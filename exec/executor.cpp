@@ -56,7 +56,7 @@ std::unique_ptr<Executor> make_executor(const std::string& name, const ExecOptio
 void require_available(const Executor& ex) {
   Availability a = ex.available();
   if (!a.ok)
-    throw UserError(kExitUsage, "", 0, 0,
+    throw UserError(kExitUnavailable, "", 0, 0,
                     fmt::format("executor '{}' is unavailable: {}", ex.name(), a.reason));
 }
 

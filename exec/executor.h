@@ -12,9 +12,10 @@
 //
 // Errors: input validation throws the same UserErrors as interpret() (66 naming a missing input,
 // 65 naming the input and its expected type). compile() on an unavailable executor throws
-// UserError 64 with the reason. A failure of the machinery underneath (a CUDA call, an allocation,
-// a compiler the user configured) throws ExecError; a bug in flashproof (generated code that does
-// not compile with the default flags, an output cell a kernel never wrote) is an internal error.
+// UserError 69 (kExitUnavailable) with the reason. A failure of the machinery underneath (a CUDA
+// call, an allocation, a compiler the user configured) throws ExecError; a bug in flashproof
+// (generated code that does not compile with the default flags, an output cell a kernel never
+// wrote) is an internal error.
 
 #include <cstdint>
 #include <memory>
@@ -104,7 +105,8 @@ std::unique_ptr<Executor> make_interp_executor(const ExecOptions& opts);
 std::unique_ptr<Executor> make_c_executor(const ExecOptions& opts);
 std::unique_ptr<Executor> make_cuda_executor(const ExecOptions& opts);
 
-// Throws UserError 64 "executor 'cuda' is unavailable: <reason>" unless `ex` is available.
+// Throws UserError 69 "executor 'cuda' is unavailable: <reason>" unless `ex` is available: the
+// command line was right, the machine lacks what it asks for (every subcommand exits 69 for it).
 void require_available(const Executor& ex);
 
 }  // namespace fp

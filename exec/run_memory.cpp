@@ -115,7 +115,7 @@ void check_run_memory(const RunMemory& need, const MemoryLimit& limit, const std
         fmt::format("{} [{}] {} ({})", b.name, fmt::join(b.dims, ", "), format_bytes(b.bytes), b.how));
   }
   throw UserError(
-      kExitOverMemoryLimit, what, 0, 0,
+      kExitUnavailable, what, 0, 0,
       fmt::format(
           "running it needs at least {} of memory ({}), over the limit of {} ({}); the biggest buffers: {}. "
           "Shrink the program, or raise the limit with --max-memory SIZE (e.g. 64G, or unlimited)",

@@ -2,7 +2,7 @@
 // The memory one run of a routine needs on an executor, estimated before anything is allocated,
 // and the check of that estimate against --max-memory (core/memory_limit.h). A routine too big for
 // the machine is refused with a message naming its biggest buffers (exit 69,
-// kExitOverMemoryLimit) instead of dying of std::bad_alloc, or computing for minutes first.
+// kExitUnavailable) instead of dying of std::bad_alloc, or computing for minutes first.
 //
 // What each executor holds at its peak, in host memory:
 //   interp  every node of the routine as f64 cells for the whole run (core/interpreter.cpp), plus
@@ -47,7 +47,7 @@ RunMemory estimate_run_memory(const Routine& r, const std::string& executor, con
 // the bytes add up, the buffers are merged.
 RunMemory combine(std::vector<RunMemory> parts, std::string basis);
 
-// Throws UserError(kExitOverMemoryLimit) naming `what` (the file), the estimate, the limit and
+// Throws UserError(kExitUnavailable) naming `what` (the file), the estimate, the limit and
 // where it came from, and the three biggest buffers, when the estimate exceeds the limit.
 void check_run_memory(const RunMemory& need, const MemoryLimit& limit, const std::string& what);
 

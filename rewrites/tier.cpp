@@ -116,6 +116,23 @@ RewriteResult run_tier(const Routine& r, const Config& config, const TierOptions
                                 kMaxTierRounds, last_changer));
 }
 
+std::vector<std::string> gated_off_selections(const Config& config, const TierOptions& options,
+                                              const std::vector<Member>& members) {
+  validate_ids(members, options.only, "--only");
+  std::vector<std::string> out;
+  for (const auto& id : options.only)
+    for (const auto& m : members) {
+      bool names_it = m.id == id;
+      for (const auto& s : m.shapes) names_it = names_it || s.id == id;
+      if (names_it && !m.gate_on(config))
+        out.push_back(fmt::format(
+            "--only {}: the gate {} of {} is off, so nothing will apply (--only selects among enabled "
+            "rewrites); turn it on with --set {}=true",
+            id, m.gate, m.id, m.gate));
+    }
+  return out;
+}
+
 std::string explain_text(const RewriteResult& result) {
   std::string out;
   for (const auto& n : result.notes) out += fmt::format("note: {}\n", n);

@@ -74,6 +74,12 @@ RewriteResult run_tier(const Routine& r, const Config& config, const TierOptions
 RewriteResult run_tier(const Routine& r, const Config& config, const TierOptions& options,
                        const std::vector<Member>& members);
 
+// One sentence per --only id (a member or one of its shapes) whose member's config gate is off
+// under `config`: --only selects, it never turns a gate on, so such a selection applies nothing.
+// The sentence names the key to set. An unknown id is run_tier's usage error (UserError 64).
+std::vector<std::string> gated_off_selections(const Config& config, const TierOptions& options,
+                                              const std::vector<Member>& members = tier_members());
+
 // The --explain text: notes, then every application and every decline, one block each.
 std::string explain_text(const RewriteResult& result);
 

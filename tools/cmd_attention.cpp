@@ -6,6 +6,7 @@
 #include "core/attention.h"
 #include "core/diagnostic.h"
 #include "tools/command.h"
+#include "tools/option_checks.h"
 #include "tools/routine_io.h"
 
 namespace fp::cli {
@@ -26,14 +27,19 @@ void setup_attention(CLI::App& app) {
       "Build the composed attention program (scores, scale, mask, softmax as max/shift/exp/sum/divide, "
       "dropout, value contraction), forward or as a training step, and write it in the .fp text format");
   AttentionSpec& s = opt->spec;
-  sub->add_option("--batch", s.batch, "Batch size")->capture_default_str();
-  sub->add_option("--heads", s.heads, "Number of heads")->capture_default_str();
-  sub->add_option("--sq", s.sq, "Query length")->capture_default_str();
-  sub->add_option("--sk", s.sk, "Key length")->capture_default_str();
-  sub->add_option("--d", s.d, "Head width (queries and keys)")->capture_default_str();
-  sub->add_option("--e", s.e, "Value width")->capture_default_str();
-  sub->add_option("--dmodel", s.dmodel, "Model width of the non-leaf projections (default heads * d)");
-  sub->add_option("--scale", opt->scale, "Score scale (default 1/sqrt(d))");
+  const CLI::Validator size = integer_in<std::int64_t>(1, kMaxAttentionSize);
+  sub->add_option("--batch", s.batch, "Batch size")->transform(size)->capture_default_str();
+  sub->add_option("--heads", s.heads, "Number of heads")->transform(size)->capture_default_str();
+  sub->add_option("--sq", s.sq, "Query length")->transform(size)->capture_default_str();
+  sub->add_option("--sk", s.sk, "Key length")->transform(size)->capture_default_str();
+  sub->add_option("--d", s.d, "Head width (queries and keys)")->transform(size)->capture_default_str();
+  sub->add_option("--e", s.e, "Value width")->transform(size)->capture_default_str();
+  sub->add_option("--dmodel", s.dmodel, "Model width of the non-leaf projections (default heads * d)")
+      ->transform(size);
+  sub->add_option("--scale", opt->scale,
+                  "Score scale (default 1/sqrt(d)); 0, or a normal number of the precision (f32: magnitude "
+                  "1.2e-38 to 3.4e38, f16: 6.1e-5 to 65504)")
+      ->transform(finite());
   sub->add_option(
          "--mask", s.mask,
          "Mask: none, causal, prefix:N (first N keys always visible) or padding:N (last N keys hidden)")
@@ -41,6 +47,7 @@ void setup_attention(CLI::App& app) {
   sub->add_option("--mask-fill", s.mask_fill, "Value of a masked score: -inf, inf, nan or a finite number")
       ->capture_default_str();
   sub->add_option("--dropout", s.dropout, "Dropout rate in [0, 1); > 0 adds the input dropout_u")
+      ->transform(finite_in(0, 1, false, true))
       ->capture_default_str();
   sub->add_option("--precision", opt->precision, "Precision of every node")
       ->check(CLI::IsMember({"f64", "f32", "f16", "bf16"}))
@@ -52,7 +59,9 @@ void setup_attention(CLI::App& app) {
   sub->add_flag(
       "--leaf,!--no-leaf", s.leaf,
       "Leaf attention on inputs q, k, v (default), or --no-leaf: self-attention with projections of x");
-  sub->add_option("--layers", s.layers, "Number of stacked attention layers")->capture_default_str();
+  sub->add_option("--layers", s.layers, "Number of stacked attention layers")
+      ->transform(integer_in(1, kMaxAttentionLayers))
+      ->capture_default_str();
   sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");
   sub->callback([opt, sub] {
     AttentionSpec spec = opt->spec;

@@ -30,9 +30,13 @@
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/memory_preflight.h"
+#include "tools/option_checks.h"
 
 namespace fp::cli {
 namespace {
+
+// Timed runs per form and length: a median of a million runs is already exact to the clock.
+constexpr int kMaxRepeats = 1'000'000;
 
 struct BenchOptions {
   std::string what;
@@ -158,7 +162,6 @@ void bench_attention(const BenchOptions& o) {
   if (o.what != "attention")
     throw UserError(kExitUsage, "", 0, 0,
                     fmt::format("bench: unknown benchmark '{}' (known: attention)", o.what));
-  if (o.repeats < 1) throw UserError(kExitUsage, "", 0, 0, "--repeats must be at least 1");
   const std::vector<std::int64_t> seqs = parse_seqs(o.seqs);
   Config cfg = o.config.resolve();
   ExecOptions eo;
@@ -295,18 +298,25 @@ void setup_bench(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   sub->add_option("what", o->what, "Benchmark to run: attention")->required();
   sub->add_option("--seq", o->seqs, "Sequence lengths (sq = sk), comma-separated")->capture_default_str();
-  sub->add_option("--d", o->d, "Head width d (= value width e)")->capture_default_str();
+  sub->add_option("--d", o->d, "Head width d (= value width e)")
+      ->transform(integer_in<std::int64_t>(1, kMaxAttentionSize))
+      ->capture_default_str();
   sub->add_option("--repeats", o->repeats, "Timed runs per form and length (the median is reported)")
+      ->transform(integer_in(1, kMaxRepeats))
       ->capture_default_str();
   sub->add_option("--csv", o->csv, "Write the rows as CSV");
   sub->add_option("--plot", o->plot, "Write a PNG plot (needs python3 with matplotlib; skipped otherwise)");
   sub->add_option("--executor", o->executor, "Executor: c or cuda")->capture_default_str();
-  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)")
+      ->transform(thread_count());
   sub->add_option("--mask", o->mask, "Mask: none, causal, prefix:N, padding:N")->capture_default_str();
   sub->add_option("--interp-max-seq", o->interp_max_seq,
                   "Also time the interpreter once at lengths up to this (0: never)")
+      ->transform(integer_in<std::int64_t>(0, kMaxAttentionSize))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Input seed")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Input seed")
+      ->transform(any_integer<std::uint64_t>())
+      ->capture_default_str();
   add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("bench", [&] { bench_attention(*o); }); });

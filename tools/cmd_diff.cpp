@@ -7,9 +7,9 @@
 //     certified bound must agree within it cell by cell, other outputs a bounded claim reaches are
 //     held to a stand-in tolerance (outside it: unknown) — tools/diff_report.h; NaN positions
 //     always exactly.
-// On a mismatch (or a stand-in violation) it writes a replayable case directory (routines, inputs, both outputs, replay.sh)
-// and exits 1. An unavailable executor makes the verdict unknown (exit 2 under --fail-on=unknown,
-// the default). docs/executors.md documents the report.
+// On a mismatch (or a stand-in violation) it writes a replayable case directory (routines, inputs, both
+// outputs, replay.sh) and exits 1. An unavailable executor makes the verdict unknown and the exit code 69, as
+// in run and bench. docs/executors.md documents the report.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -20,6 +20,7 @@
 #include "core/atomic_directory.h"
 #include "core/diagnostic.h"
 #include "core/executable_path.h"
+#include "core/diagnostic_render.h"
 #include "core/npy.h"
 #include "exec/differential.h"
 #include "exec/executor.h"
@@ -29,6 +30,7 @@
 #include "tools/config_options.h"
 #include "tools/diff_report.h"
 #include "tools/memory_preflight.h"
+#include "tools/option_checks.h"
 #include "tools/routine_io.h"
 #include "tools/tier_runner.h"
 
@@ -121,10 +123,15 @@ void run_diff(const DiffOptions& o) {
   for (const Executor* e : {ea.get(), eb.get()}) {
     const Availability av = e->available();
     if (!av) {
+      // No comparison was made: the report says so (verdict unknown, for CI reports), and the exit
+      // code is run's and bench's for the same machine (69, whatever --fail-on says): a diff that
+      // never ran must not pass as one that found nothing.
       rep.verdict = "unknown";
       rep.message = fmt::format("executor '{}' is unavailable: {}", e->name(), av.reason);
       std::fputs(render_diff_report(rep, o.format).c_str(), stdout);
-      set_exit_code(diff_exit_code(rep, o.fail_on == "unknown"));
+      std::fflush(stdout);
+      print_diagnostic(DiagnosticText{Severity::Error, "", 0, 0, rep.message});
+      set_exit_code(kExitUnavailable);
       return;
     }
   }
@@ -214,7 +221,8 @@ void setup_diff(CLI::App& app) {
   sub->add_flag(
       "--rewrite", o->rewrite,
       "Run the original on the first executor and the tier's rewrite (per --profile/--set) on the second");
-  sub->add_option("--seed", o->seed, "Draw the inputs from this seed (default 1)");
+  sub->add_option("--seed", o->seed, "Draw the inputs from this seed (default 1)")
+      ->transform(any_integer<std::uint64_t>());
   sub->add_option("--input", o->inputs, "Bind an input from a file: NAME=PATH.npy (repeatable)");
   sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif")
       ->capture_default_str();
@@ -222,7 +230,8 @@ void setup_diff(CLI::App& app) {
                   "Where to write the case on a mismatch (default ./flashproof-diff-case)");
   sub->add_option("--fail-on", o->fail_on, "unknown (exit 2 when a comparison cannot be made) or refuted")
       ->capture_default_str();
-  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)")
+      ->transform(thread_count());
   add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("diff", [&] { run_diff(*o); }); });

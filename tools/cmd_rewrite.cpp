@@ -31,6 +31,7 @@ void run_rewrite(const RewriteOptions& o) {
   Routine r = load_checked_routine(o.file);
   TierOptions tier = o.tier;
   tier.explain = o.explain;
+  warn_gated_off_selections(config, tier);
   std::optional<RewriteResult> result = run_tier_checked(r, config, tier);
   if (!result) return;
   const RewriteResult& res = *result;

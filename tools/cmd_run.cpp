@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "core/interpreter.h"
 #include "core/memory_report.h"
 #include "core/npy.h"
@@ -18,6 +19,7 @@
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/memory_preflight.h"
+#include "tools/option_checks.h"
 #include "tools/routine_io.h"
 #include "tools/tensor_summary.h"
 #include "tools/tier_runner.h"
@@ -42,6 +44,18 @@ void write_tensors(const std::string& dir, const TensorMap& tensors) {
   for (const auto& [name, t] : tensors) write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), t);
 }
 
+// An unbound input is a missing input (66) whatever the executor; say how to bind it, since
+// `run` without --input or --random-inputs is the common first try.
+void require_every_input(const Routine& r, const TensorMap& in, const std::string& file) {
+  for (const Node* n : r.inputs())
+    if (!in.count(n->name))
+      throw UserError(
+          kExitMissingInput, file, 0, 0,
+          fmt::format("missing input '{}' (expected {}): bind it with --input {}=PATH.npy, or draw "
+                      "every unbound input with --random-inputs SEED",
+                      n->name, tensor_type_string(n->prec, n->dims), n->name));
+}
+
 void run(const RunOptions& o) {
   Config cfg = o.config.resolve();
   // The tier runs before placement and execution, as in every lowering: with a rewrite gate on,
@@ -58,6 +72,7 @@ void run(const RunOptions& o) {
   // Before the inputs or any buffer exist: too big for the machine is an error, not a crash.
   preflight_memory(estimate_run_memory(r, o.executor, eo.placement), o.max_memory, o.file);
   TensorMap in = load_inputs(r, o.inputs, o.seed);
+  require_every_input(r, in, source_name(o.file));
   std::unique_ptr<CompiledProgram> prog = ex->compile(r);
   TensorMap out = prog->run(in);
   if (!o.output_dir.empty()) {
@@ -80,13 +95,15 @@ void setup_run(CLI::App& app) {
   sub->add_option("file", o->file, "Routine to run (.fp)")->required();
   sub->add_option("--input", o->inputs, "Bind an input: NAME=PATH.npy (repeatable)");
   sub->add_option("--random-inputs", o->seed,
-                  "Draw every unbound input from this seed (written next to the outputs)");
+                  "Draw every unbound input from this seed (written next to the outputs)")
+      ->transform(any_integer<std::uint64_t>());
   sub->add_option("--output-dir", o->output_dir, "Write each output as DIR/NAME.npy");
   sub->add_flag("--report-memory", o->report_memory, "Print the placement's memory report");
   sub->add_flag("-q,--quiet", o->quiet, "Do not print the outputs' summary");
   sub->add_option("--executor", o->executor, "Executor: interp (the reference), c (compiled C) or cuda")
       ->capture_default_str();
-  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)");
+  sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)")
+      ->transform(thread_count());
   add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("run", [&] { run(*o); }); });

@@ -12,6 +12,7 @@
 // proved, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 65 an error verdict or
 // malformed input, 64 usage, 66 missing input, 70 internal error.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,16 +20,20 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "core/interpreter.h"
 #include "core/npy.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/memory_preflight.h"
+#include "tools/option_checks.h"
 #include "tools/routine_io.h"
+#include "tools/tier_runner.h"
 #include "verify/compare.h"
 #include "verify/engine.h"
 #include "verify/pair_check.h"
@@ -38,6 +43,17 @@
 
 namespace fp::cli {
 namespace {
+
+// Ranges of the limits (tools/option_checks.h checks them as the options are read).
+// Z3 takes its resource limit as a 32-bit unsigned (verify/smt clamps at 4e9).
+constexpr std::uint64_t kMaxRlimit = 4'000'000'000ull;
+// Terms are hash-consed nodes of a few dozen bytes each: 2^40 of them is far beyond any memory.
+constexpr std::uint64_t kMaxTerms = std::uint64_t{1} << 40;
+// One reals query per key count; nlsat's time grows steeply with n.
+constexpr int kMaxRealN = 64;
+// No binary64 exp is off by 2^20 ulps: a larger assumption is a typo, and it would only inflate
+// every certified bound past use.
+constexpr double kMaxExpUlp = 1 << 20;
 
 struct VerifyOptions {
   std::string file;
@@ -72,7 +88,9 @@ int replay(const VerifyOptions& o) {
     std::string path = (std::filesystem::path(o.inputs) / (n->name + ".npy")).string();
     if (!std::filesystem::exists(path))
       throw UserError(kExitMissingInput, path, 0, 0, fmt::format("no input file for {}", n->name));
-    in[n->name] = read_npy(path);
+    Tensor t = read_npy(path);
+    check_input_file(*n, t, path);
+    in[n->name] = std::move(t);
   }
   verify::PairRunner runner(src, tgt, verify::claim_checks(nodes, rel));
   auto m = runner.run(in);
@@ -112,14 +130,6 @@ void run_verify(VerifyOptions& o) {
   else
     throw UserError(kExitUsage, "", 0, 0,
                     fmt::format("--fail-on expects refuted or unknown, found '{}'", o.fail_on));
-  if (o.engine.limits.timeout_s <= 0 || o.engine.jobs < 1 || o.engine.limits.search_trials < 0 ||
-      o.engine.limits.mpfr_rows < 1 || o.engine.limits.real_n < 0 || !(o.engine.limits.exp_ulp >= 0))
-    throw UserError(kExitUsage, "", 0, 0,
-                    "--timeout, --jobs and --mpfr-rows must be positive; --search-trials, --real-n "
-                    "and --exp-ulp non-negative");
-  if (!(std::isfinite(o.engine.limits.budget_s) && o.engine.limits.budget_s > 0) ||
-      (o.run_budget_s && !(std::isfinite(*o.run_budget_s) && *o.run_budget_s > 0)))
-    throw UserError(kExitUsage, "", 0, 0, "--budget and --run-budget expect a positive number of seconds");
   o.engine.run_budget_s = o.run_budget_s;
   const verify::CacheMode cache_mode = verify::resolve_cache_mode(o.cache_mode, o.no_cache);
   o.engine.use_cache = cache_mode != verify::CacheMode::Off;
@@ -137,6 +147,7 @@ void run_verify(VerifyOptions& o) {
   } else {
     Config config = o.config.resolve();
     Routine r = load_checked_routine(o.file);
+    warn_gated_off_selections(config, o.tier);
     ctx.input = o.file;
     ctx.config = describe_config(config);
     std::string base = command_line();
@@ -152,16 +163,21 @@ void run_verify(VerifyOptions& o) {
     tasks = std::move(tt.tasks);
     for (const auto& n : tt.result.notes) ctx.notes.push_back(n);
     if (!o.obligations.empty()) {
+      std::vector<std::string> known;
+      for (const auto& t : tasks) known.push_back(t.id);
+      for (const auto& id : o.obligations)
+        if (std::find(known.begin(), known.end(), id) == known.end())
+          throw UserError(kExitUsage, "", 0, 0,
+                          known.empty()
+                              ? fmt::format("--obligation {}: no such obligation (the tier applied no "
+                                            "rewrite, so there are none)",
+                                            id)
+                              : fmt::format("--obligation {}: no such obligation (known: {})", id,
+                                            fmt::join(known, ", ")));
       std::vector<verify::Task> kept;
       for (auto& t : tasks)
         if (std::find(o.obligations.begin(), o.obligations.end(), t.id) != o.obligations.end())
           kept.push_back(std::move(t));
-      for (const auto& id : o.obligations) {
-        bool found = false;
-        for (const auto& t : kept) found = found || t.id == id;
-        if (!found)
-          throw UserError(kExitUsage, "", 0, 0, fmt::format("--obligation {}: no such obligation", id));
-      }
       tasks = std::move(kept);
     }
     if (tasks.empty()) ctx.notes.push_back("no obligations: the tier applied no rewrite");
@@ -204,15 +220,20 @@ void setup_verify(CLI::App& app) {
   sub->add_option("--fail-on", o->fail_on,
                   "Exit non-zero on: refuted, or unknown (the default: CI fails on unknown too)");
   sub->add_option("--timeout", o->engine.limits.timeout_s,
-                  "Wall-clock backstop per solver query, seconds (default 60)");
+                  "Wall-clock backstop per solver query, seconds (default 60)")
+      ->transform(seconds());
   sub->add_option("--budget", o->engine.limits.budget_s,
                   "Wall-clock budget per obligation, seconds, bounding every phase (solver, search, MPFR, "
-                  "reduction); running out gives unknown (resource limit) naming the phase (default 600)");
-  sub->add_option("--run-budget", o->run_budget_s,
-                  "Wall-clock budget of the whole run, seconds (default: none)");
+                  "reduction); running out gives unknown (resource limit) naming the phase (default 600)")
+      ->transform(seconds());
+  sub->add_option("--run-budget", o->run_budget_s, "Wall-clock budget of the whole run, seconds (default: none)")
+      ->transform(seconds());
   sub->add_option("--rlimit", o->engine.limits.rlimit,
-                  "Z3 resource limit per query (deterministic; default 20000000)");
-  sub->add_option("--jobs", o->engine.jobs, "Obligations discharged in parallel (default 1)");
+                  "Z3 resource limit per query (deterministic; default 20000000; 0 would mean no limit "
+                  "to Z3, so it is refused)")
+      ->transform(integer_in<std::uint64_t>(1, kMaxRlimit));
+  sub->add_option("--jobs", o->engine.jobs, "Obligations discharged in parallel (default 1)")
+      ->transform(thread_count());
   sub->add_option("--dump-smt", o->engine.dump_smt_dir,
                   "Write every solver query as SMT-LIB2 into DIR (replay: z3 FILE)");
   sub->add_option("--cache-dir", o->engine.cache_dir,
@@ -224,18 +245,25 @@ void setup_verify(CLI::App& app) {
   sub->add_flag("--no-cache", o->no_cache, "Neither read nor write the proof cache (--cache=off)");
   sub->add_option("--cex-dir", o->engine.cex_dir,
                   "Where counterexample cases are written (default flashproof-cex)");
-  sub->add_option("--seed", o->engine.limits.seed, "Seed of every random choice (default 1)");
+  sub->add_option("--seed", o->engine.limits.seed, "Seed of every random choice (default 1)")
+      ->transform(any_integer<std::uint64_t>());
   sub->add_option("--max-terms", o->engine.limits.max_terms,
-                  "Symbolic-execution term budget (default 4000000)");
+                  "Symbolic-execution term budget (default 4000000)")
+      ->transform(integer_in<std::uint64_t>(1, kMaxTerms));
   sub->add_option("--search-trials", o->engine.limits.search_trials,
-                  "Counterexample-search trials (default 1500)");
-  sub->add_option("--real-n", o->engine.limits.real_n, "Reals certificate for n = 1..N keys (default 3)");
+                  "Counterexample-search trials (default 1500)")
+      ->transform(integer_in(1, std::numeric_limits<int>::max()));
+  sub->add_option("--real-n", o->engine.limits.real_n, "Reals certificate for n = 1..N keys (default 3)")
+      ->transform(integer_in(1, kMaxRealN));
   sub->add_option("--real-timeout", o->engine.limits.real_timeout_s,
-                  "Backstop per reals query, seconds (default 5)");
+                  "Backstop per reals query, seconds (default 5)")
+      ->transform(seconds());
   sub->add_option("--mpfr-rows", o->engine.limits.mpfr_rows,
-                  "MPFR reference rows per precision (default 10000)");
+                  "MPFR reference rows per precision (default 10000)")
+      ->transform(integer_in(1, std::numeric_limits<int>::max()));
   sub->add_option("--exp-ulp", o->engine.limits.exp_ulp,
-                  "Assumed fp_exp64 error in binary64 ulps (default 0.52)");
+                  "Assumed fp_exp64 error in binary64 ulps (default 0.52)")
+      ->transform(finite_in(0, kMaxExpUlp));
   sub->add_flag("--no-progress", o->no_progress, "Do not report progress on standard error");
   add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);

@@ -1,12 +1,16 @@
 #include "tools/command.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cstdio>
 #include <map>
 #include <string_view>
 
 #include "core/diagnostic.h"
+#include "core/diagnostic_render.h"
 #include "exec/executor.h"
+#include "tools/option_checks.h"
 
 namespace fp::cli {
 
@@ -38,6 +42,7 @@ bool register_command(const char* name, CommandSetup setup) {
 
 void add_registered_commands(CLI::App& app) {
   for (const auto& [name, setup] : registry()) setup(app);
+  apply_option_policies(app);
 }
 
 void set_exit_code(int code) { g_exit_code = code; }
@@ -53,7 +58,7 @@ void run_reporting_executor_failures(const char* name, const std::function<void(
   try {
     body();
   } catch (const ExecError& e) {
-    std::fprintf(stderr, "flashproof %s: %s\n", name, e.what());
+    print_diagnostic(DiagnosticText{Severity::Error, "", 0, 0, e.what()}, fmt::format("flashproof {}", name));
     set_exit_code(kExitInternal);
   }
 }

@@ -22,7 +22,7 @@ void set_exit_code(int code);
 int exit_code();
 
 // Runs a callback's body: an executor failure (fp::ExecError) is printed as
-// "flashproof NAME: message" and the exit code becomes 70.
+// "flashproof NAME: error: message" and the exit code becomes 70.
 void run_reporting_executor_failures(const char* name, const std::function<void()>& body);
 
 // `a` as one word for a POSIX shell: unchanged when it holds only [A-Za-z0-9-_./=:,+%@],

@@ -51,7 +51,8 @@ struct DiffReport {
   bool rewrite = false;
   std::string inputs;  // "seed 1" or "q=q.npy k=k.npy ..."
   // "agree", "mismatch" (bitwise or certified comparison fails), "unknown" (an executor
-  // unavailable, or only a stand-in comparison fails), "error".
+  // unavailable — the command then exits 69, not diff_exit_code — or only a stand-in comparison
+  // fails), "error".
   std::string verdict;
   std::string message;  // one sentence
   std::vector<OutputComparison> outputs;

@@ -18,7 +18,9 @@
 
 #include "core/diagnostic.h"
 #include "core/executable_path.h"
+#include "core/diagnostic_render.h"
 #include "flashproof/version.h"
+#include "tools/cli_errors.h"
 #include "tools/command.h"
 #include "tools/standard_output.h"
 
@@ -88,10 +90,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return checked_exit(rc == 0 ? 0 : fp::kExitUsage);
+    return checked_exit(fp::cli::report_parse_error(app, e));
   } catch (const fp::UserError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    fp::print_diagnostic(e);
     return e.code();
   } catch (...) {
     report_internal(describe(std::current_exception()));

@@ -20,7 +20,7 @@ void add_max_memory_option(CLI::App& sub, std::string& value);
 // set, and `jobs` tasks run in parallel (the biggest ones, at worst).
 RunMemory verify_run_memory(const std::vector<verify::Task>& tasks, int jobs);
 
-// Throws UserError(kExitOverMemoryLimit) when `need` is over the limit `flag` selects.
+// Throws UserError(kExitUnavailable) when `need` is over the limit `flag` selects.
 void preflight_memory(const RunMemory& need, const std::string& flag, const std::string& what);
 
 }  // namespace fp::cli

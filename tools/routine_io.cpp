@@ -9,6 +9,8 @@
 #include "core/atomic_file.h"
 #include "core/checker.h"
 #include "core/diagnostic.h"
+#include "core/diagnostic_render.h"
+#include "core/input_validation.h"
 #include "core/npy.h"
 #include "core/random_inputs.h"
 #include "core/text_parser.h"
@@ -18,15 +20,21 @@
 
 namespace fp::cli {
 
+std::string source_name(const std::string& path) {
+  return path == "-" ? "<stdin>" : path;
+}
+
+Routine load_routine(const std::string& path) {
+  if (path != "-") return parse_routine_file(path);
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  // Standard input cannot be read twice: keep it for the source line under a diagnostic.
+  remember_source("<stdin>", text);
+  return parse_routine(text, "<stdin>");
+}
+
 Routine load_checked_routine(const std::string& path) {
-  Routine r;
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    r = parse_routine(text, "<stdin>");
-  } else {
-    r = parse_routine_file(path);
-  }
-  check_routine_or_throw(r, path == "-" ? "<stdin>" : path);
+  Routine r = load_routine(path);
+  check_routine_or_throw(r, source_name(path));
   return r;
 }
 
@@ -54,7 +62,10 @@ TensorMap load_inputs(const Routine& r, const std::vector<std::string>& specs,
     if (!n || !n->is_input)
       throw UserError(kExitUsage, "", 0, 0,
                       fmt::format("--input {}: the routine has no input named '{}'", spec, name));
-    in[name] = read_npy(spec.substr(eq + 1));
+    const std::string path = spec.substr(eq + 1);
+    Tensor t = read_npy(path);
+    check_input_file(*n, t, path);
+    in[name] = std::move(t);
   }
   return in;
 }

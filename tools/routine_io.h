@@ -14,9 +14,16 @@ namespace fp::cli {
 // Parses and well-formedness-checks FILE ("-" reads standard input). Throws UserError (65/66).
 Routine load_checked_routine(const std::string& path);
 
+// Parses FILE ("-" reads standard input) without checking it. Throws UserError (65/66).
+Routine load_routine(const std::string& path);
+
+// The name messages use for FILE: "<stdin>" for "-".
+std::string source_name(const std::string& path);
+
 // The routine's inputs: random from `seed` when given, then each NAME=PATH.npy in `specs` read
 // over them. A malformed spec or a name that is not an input is a usage error (64); the file's
-// own errors are npy's (65/66). Shapes are checked when an executor binds them.
+// own errors are npy's (65/66); a file whose dtype or shape does not fit the input is 65 naming
+// the file, the input and both types (core/input_validation.h).
 TensorMap load_inputs(const Routine& r, const std::vector<std::string>& specs,
                       std::optional<std::uint64_t> seed);
 

@@ -1,9 +1,11 @@
+// Running the rewrite tier for a subcommand (tools/tier_runner.h).
 #include "tools/tier_runner.h"
 
 #include <cstdio>
 
 #include "core/checker.h"
 #include "core/diagnostic.h"
+#include "core/diagnostic_render.h"
 #include "tools/command.h"
 
 namespace fp::cli {
@@ -14,6 +16,11 @@ void report_internal(const std::string& what) {
   set_exit_code(kExitInternal);
 }
 }  // namespace
+
+void warn_gated_off_selections(const Config& config, const TierOptions& options) {
+  for (const auto& w : gated_off_selections(config, options))
+    print_diagnostic(DiagnosticText{Severity::Warning, "", 0, 0, w});
+}
 
 std::optional<RewriteResult> run_tier_checked(const Routine& r, const Config& config, const TierOptions& options) {
   RewriteResult res;

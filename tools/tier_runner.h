@@ -9,6 +9,9 @@
 
 namespace fp::cli {
 
+// Prints a warning for each --only id whose gate is off (gated_off_selections, rewrites/tier.h).
+void warn_gated_off_selections(const Config& config, const TierOptions& options);
+
 // The tier's result, or nullopt after reporting an internal error (exit code already set to 70).
 std::optional<RewriteResult> run_tier_checked(const Routine& r, const Config& config, const TierOptions& options);
 

@@ -12,3 +12,7 @@ tool_dir = os.path.join(config.flashproof_binary_dir, "tools")
 config.environment["PATH"] = os.pathsep.join(
     [tool_dir, os.path.dirname(config.filecheck), config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%flashproof", os.path.join(tool_dir, "flashproof")))
+# `script` (util-linux) gives a command a terminal: the colour tests need one.
+import shutil
+if shutil.which("script"):
+    config.available_features.add("script")

@@ -22,6 +22,7 @@
 #include "core/checker.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
+#include "core/numerics.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 
@@ -248,6 +249,35 @@ TEST(Attention, InvalidSpecsAreUsageErrors) {
                 s.sk = 5;
               }),
               HasSubstr("--sq equal to --sk"));
+}
+
+// `attention --precision f32 --scale 1e39` wrote inf:f32; f16 70000 overflowed; 1e-50 became 0.
+TEST(Attention, ScaleOutsideThePrecisionsNormalRangeIsAUsageError) {
+  auto message = [](Prec p, double scale) {
+    AttentionSpec s;
+    s.precision = p;
+    s.scale = scale;
+    try {
+      build_attention(s);
+      return std::string("no error");
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.code(), kExitUsage) << e.what();
+      return e.message();
+    }
+  };
+  EXPECT_THAT(message(Prec::F32, 1e39), HasSubstr("not representable at f32 (it rounds to inf)"));
+  EXPECT_THAT(message(Prec::F16, 70000),
+              HasSubstr("(it rounds to inf); expected 0 or a magnitude from 2^-14"));
+  EXPECT_THAT(message(Prec::F32, 1e-50), HasSubstr("(it rounds to 0)"));
+  EXPECT_THAT(message(Prec::F16, 1e-6), HasSubstr("(it rounds to the subnormal"));
+  EXPECT_THAT(message(Prec::F64, 1e-310), HasSubstr("not representable at f64"));
+  for (Prec p : {Prec::F64, Prec::F32, Prec::F16, Prec::BF16})
+    for (double ok : {0.0, -0.125, min_normal(p), max_finite(p)}) {
+      AttentionSpec s;
+      s.precision = p;
+      s.scale = ok;
+      EXPECT_NO_THROW(build_attention(s)) << prec_name(p) << " " << ok;
+    }
 }
 
 // ---- numerics against the float64 reference ------------------------------------------------

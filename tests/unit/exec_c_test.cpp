@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <filesystem>
@@ -409,6 +410,21 @@ TEST(ExecC, SecondCompileHitsTheCache) {
   EXPECT_EQ(a->source(), b->source());
   TensorMap in = random_inputs(r, 1);
   EXPECT_TRUE(bitwise_equal(a->run(in), b->run(in)));
+}
+
+// `run --executor c --threads 100000` crashed inside libgomp, and 0 or negative counts were taken.
+TEST(ExecC, ThreadCountsOutsideOneToTheCapAreUsageErrors) {
+  EXPECT_EQ(max_c_threads(), std::max(256, 4 * hardware_threads()));
+  EXPECT_EQ(resolve_c_threads(1), 1);
+  EXPECT_EQ(resolve_c_threads(max_c_threads()), max_c_threads());
+  for (int bad : {max_c_threads() + 1, 100000, -1}) {
+    try {
+      resolve_c_threads(bad);
+      ADD_FAILURE() << bad << " threads accepted";
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.code(), kExitUsage);
+    }
+  }
 }
 
 }  // namespace

@@ -71,12 +71,12 @@ TEST(ExecCuda, ReportsAvailabilityWithAReason) {
   if (!a) {
     EXPECT_FALSE(a.reason.empty());
     EXPECT_EQ(a.reason.find('\n'), std::string::npos) << a.reason;
-    // compile() on an unavailable executor is a usage error naming the reason.
+    // compile() on an unavailable executor is exit 69 (EX_UNAVAILABLE) naming the reason.
     try {
       ex->compile(build_attention(spec(Prec::F32, false)));
       ADD_FAILURE() << "compile() succeeded on an unavailable executor";
     } catch (const UserError& e) {
-      EXPECT_EQ(e.code(), kExitUsage);
+      EXPECT_EQ(e.code(), kExitUnavailable);
       EXPECT_NE(std::string(e.what()).find(a.reason), std::string::npos) << e.what();
     }
     GTEST_SKIP() << "CUDA executor unavailable: " << a.reason;

@@ -3,7 +3,7 @@
 // 65/66 naming the input and its expected shape; `diff` agrees across executors and across the
 // online-softmax rewrite (bounded claim) in every report format; a real mismatch (the compiler
 // allowed to reassociate with -ffast-math) exits 1 and writes a case whose replay.sh reproduces it;
-// an unavailable executor is "unknown" (exit 2).
+// an unavailable executor is exit 69 in both run and diff.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -97,20 +97,30 @@ TEST_F(ExecTools, BadInputToRunAndDiffNamesTheInputAndItsExpectedShape) {
             tool({sub, attn_, "--executor", ex, "--input", "q=" + (dir_ / "q_ok.npy").string()}, env());
         r = tool({sub, attn_, "--executor", ex, "--input", "q=" + (dir_ / "q_ok.npy").string()}, env());
         EXPECT_EQ(r.rc, kExitMissingInput) << r.out;
-        EXPECT_NE(r.out.find("missing input 'k' (expected f32[1,3,2,4])"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("missing input 'k' (expected f32[1,3,2,4]): bind it with --input k=PATH.npy, or "
+                             "draw every unbound input with --random-inputs SEED"),
+                  std::string::npos)
+            << r.out;
       }
       std::vector<std::string> args = base;
       args.insert(args.end(), {"--input", "q=" + bad_shape});
       if (sub == "run") args.insert(args.end(), {"--random-inputs", "1"});
       ToolRun r = tool(args, env());
       EXPECT_EQ(r.rc, kExitMalformed) << r.out;
-      EXPECT_NE(r.out.find("input 'q': expected f32[1,5,2,4], got f32[1,5,2,9]"), std::string::npos) << r.out;
+      // The message is located at the .npy file (it used to name only the routine).
+      EXPECT_NE(r.out.find(bad_shape + ": error: expected f32[1,5,2,4] (dtype '<f4', shape (1, 5, 2, 4)) for "
+                                       "input 'q', found f32[1,5,2,9]"),
+                std::string::npos)
+          << r.out;
       args = base;
       args.insert(args.end(), {"--input", "q=" + bad_dtype});
       if (sub == "run") args.insert(args.end(), {"--random-inputs", "1"});
       r = tool(args, env());
       EXPECT_EQ(r.rc, kExitMalformed) << r.out;
-      EXPECT_NE(r.out.find("input 'q': expected f32[1,5,2,4], got f16[1,5,2,4]"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find(bad_dtype + ": error: expected f32[1,5,2,4] (dtype '<f4', shape (1, 5, 2, 4)) for "
+                                       "input 'q', found f16[1,5,2,4] (dtype '<f2'"),
+                std::string::npos)
+          << r.out;
     }
 }
 
@@ -159,15 +169,16 @@ TEST_F(ExecTools, FastMathMismatchExitsOneAndTheCaseReplays) {
   EXPECT_EQ(rc, kExitRefuted) << out;
 }
 
-TEST_F(ExecTools, UnavailableExecutorIsUnknown) {
+// run said 64 and diff 2 (or 0 with --fail-on refuted) for the same missing GPU: both are 69 now.
+TEST_F(ExecTools, UnavailableExecutorIsExit69InRunAndDiff) {
   ToolRun r = tool({"diff", attn_, "--vs", "cuda"}, env());
   if (make_executor("cuda")->available().ok) GTEST_SKIP() << "a GPU is present";
-  EXPECT_EQ(r.rc, kExitUnknown) << r.out;
+  EXPECT_EQ(r.rc, kExitUnavailable) << r.out;
   EXPECT_NE(r.out.find("executor 'cuda' is unavailable"), std::string::npos) << r.out;
   r = tool({"diff", attn_, "--vs", "cuda", "--fail-on", "refuted"}, env());
-  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.rc, kExitUnavailable) << r.out;
   r = tool({"run", attn_, "--executor", "cuda", "--random-inputs", "1"}, env());
-  EXPECT_EQ(r.rc, kExitUsage) << r.out;
+  EXPECT_EQ(r.rc, kExitUnavailable) << r.out;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "core/numerics.h"
 
 namespace fp {
@@ -227,6 +228,23 @@ TEST(NpyMalformed, GarbageAndMutationsNeverCrash) {
     }
   }
   EXPECT_GT(rejected, 2500);
+}
+
+// A bound .npy of the wrong dtype or shape named only the routine; the message now names the file
+// (its location), the input, and both types in the IR's and NumPy's words.
+TEST(NpyInputBinding, DtypeAndShapeMismatchNameTheFile) {
+  Node x = make_node("x", {2, 4}, Prec::F32);
+  check_input_file(x, make(Prec::F32, {2, 4}, std::vector<double>(8, 0.0)), "x.npy");  // fits: no throw
+  try {
+    check_input_file(x, make(Prec::F64, {4}, std::vector<double>(4, 0.0)), "data/x.npy");
+    FAIL() << "a mismatch was accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), kExitMalformed);
+    EXPECT_EQ(e.file(), "data/x.npy");
+    EXPECT_EQ(e.message(),
+              "expected f32[2,4] (dtype '<f4', shape (2, 4)) for input 'x', found f64[4] (dtype '<f8', shape "
+              "(4,))");
+  }
 }
 
 }  // namespace

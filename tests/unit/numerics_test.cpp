@@ -531,5 +531,16 @@ TEST(NumericsExp, NarrowPathIsTheF64PathOnceRounded) {
   for (double x : {0.0, -0.0, kInf, -kInf, std::nan(""), -std::nan(""), 1e300, -1e300}) check(x);
 }
 
+TEST(NumericsRange, MinNormalIsTheSmallestNormalOfEachFormat) {
+  EXPECT_EQ(min_normal(Prec::F64), std::numeric_limits<double>::min());
+  EXPECT_EQ(min_normal(Prec::F32), static_cast<double>(std::numeric_limits<float>::min()));
+  EXPECT_EQ(min_normal(Prec::F16), 0x1p-14);
+  EXPECT_EQ(min_normal(Prec::BF16), 0x1p-126);
+  for (Prec p : {Prec::F64, Prec::F32, Prec::F16, Prec::BF16}) {
+    EXPECT_EQ(round_to(p, min_normal(p)), min_normal(p)) << prec_name(p);
+    EXPECT_LT(min_positive(p), min_normal(p)) << prec_name(p);
+  }
+}
+
 }  // namespace
 }  // namespace fp

@@ -73,6 +73,21 @@ TEST(RewriteTier, GateOffIsTheIdentityAndSaysWhy) {
   EXPECT_EQ(res.rounds_run, 0);
 }
 
+// `rewrite --only ID` with ID's gate off applied nothing and said nothing outside --explain.
+TEST(RewriteTier, OnlyNamingAGatedOffRewriteSaysWhichKeyToSet) {
+  TierOptions only_scan;
+  only_scan.only = {"online-softmax.normalizer-scan"};
+  const std::vector<std::string> w = gated_off_selections(Config{}, only_scan);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("gate online_softmax of online-softmax is off"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("--set online_softmax=true"), std::string::npos) << w[0];
+  EXPECT_TRUE(gated_off_selections(make_config("default", {"online_softmax=true"}, {}), only_scan).empty());
+  EXPECT_TRUE(gated_off_selections(Config{}, TierOptions{}).empty());
+  TierOptions unknown;
+  unknown.only = {"no-such-rewrite"};
+  EXPECT_THROW(gated_off_selections(Config{}, unknown), UserError);
+}
+
 TEST(RewriteTier, ReproducibleProfileKeepsTheComposedForm) {
   Routine r = lit_routine("apply-basic.fp");
   EXPECT_TRUE(equal(run_tier(r, make_config("reproducible", {}, {}), {}).routine, r));

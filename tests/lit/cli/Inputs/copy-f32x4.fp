@@ -1,0 +1,7 @@
+routine copy {
+  node x : f32[4] materialized input
+  node y : f32[4] materialized output
+  for i in 0..3 {
+    y[i] = x[i]
+  }
+}

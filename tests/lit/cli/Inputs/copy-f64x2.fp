@@ -1,0 +1,7 @@
+routine copy {
+  node x : f64[2] materialized input
+  node y : f32[2] materialized output
+  for i in 0..1 {
+    y[i] = cast.f32(x[i])
+  }
+}
