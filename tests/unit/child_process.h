@@ -28,6 +28,10 @@ struct ChildResult {
   int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
   std::string output;  // standard error, and standard output unless redirected
+  // "exit N signal S" and the output, for assertion messages.
+  std::string text() const {
+    return "exit " + std::to_string(exit_code) + " signal " + std::to_string(signal) + "\n" + output;
+  }
 };
 
 inline void apply_limits(const ChildLimits& l) {

@@ -43,10 +43,6 @@ ChildLimits small_files() {
   return ChildLimits{kSmallFile, std::nullopt, ""};
 }
 
-std::string text_of(const ChildResult& r) {
-  return fmt::format("exit {} signal {}\n{}", r.exit_code, r.signal, r.output);
-}
-
 class OutputFailure : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -57,7 +53,7 @@ class OutputFailure : public ::testing::Test {
     attn_ = (dir_ / "attn.fp").string();
     ChildResult r =
         run_flashproof({"attention", "--sq", "5", "--sk", "3", "--d", "4", "--e", "3", "-o", attn_});
-    ASSERT_EQ(r.exit_code, 0) << text_of(r);
+    ASSERT_EQ(r.exit_code, 0) << r.text();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -78,12 +74,12 @@ class OutputFailure : public ::testing::Test {
   void expect_write_failure_is_74(
       const std::function<std::vector<std::string>(const std::string&)>& args_for) {
     ChildResult fine = run_flashproof(args_for(ok("file")));
-    ASSERT_EQ(fine.exit_code, 0) << text_of(fine);
+    ASSERT_EQ(fine.exit_code, 0) << fine.text();
     ASSERT_GT(fs::file_size(ok("file")), kSmallFile) << "the output must be bigger than the limit";
     ChildResult r = run_flashproof(args_for(out("file")), small_files());
-    EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-    EXPECT_NE(r.output.find(out("file")), std::string::npos) << text_of(r);
-    EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << text_of(r);
+    EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+    EXPECT_NE(r.output.find(out("file")), std::string::npos) << r.text();
+    EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.text();
     EXPECT_TRUE(written().empty()) << fmt::format("{}", fmt::join(written(), " "));
   }
 
@@ -142,30 +138,30 @@ TEST_F(OutputFailure, BenchCsvOnAFullDiskExits74) {
 TEST_F(OutputFailure, PrintIntoAMissingDirectoryExits73Not66) {
   const std::string p = (dir_ / "no-such-dir" / "x.fp").string();
   ChildResult r = run_flashproof({"print", attn_, "-o", p});
-  EXPECT_EQ(r.exit_code, kExitCantCreate) << text_of(r);
-  EXPECT_NE(r.output.find(p), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitCantCreate) << r.text();
+  EXPECT_NE(r.output.find(p), std::string::npos) << r.text();
 }
 
 TEST_F(OutputFailure, StandardOutputToDevFullExits74NotZero) {
   ChildResult r = run_flashproof({"print", attn_}, ChildLimits{std::nullopt, std::nullopt, "/dev/full"});
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-  EXPECT_NE(r.output.find("standard output"), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+  EXPECT_NE(r.output.find("standard output"), std::string::npos) << r.text();
   // A report printed with fmt::print rather than write_text_output is checked at exit too.
   r = run_flashproof({"list-rewrites"}, ChildLimits{std::nullopt, std::nullopt, "/dev/full"});
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
 }
 
 TEST_F(OutputFailure, RunOutputDirOnAFullDiskExits74Not64AndLeavesNoTruncatedNpy) {
   ChildResult fine = run_flashproof({"run", attn_, "--random-inputs", "1", "--output-dir", ok("run"), "-q"});
-  ASSERT_EQ(fine.exit_code, 0) << text_of(fine);
+  ASSERT_EQ(fine.exit_code, 0) << fine.text();
   // Below even a .npy header (128 bytes): every file fails, the first one whichever it is.
   constexpr rlim_t kTiny = 100;
   ASSERT_GT(fs::file_size(ok("run/o.npy")), kTiny);
   const std::string d = out("run");
   ChildResult r = run_flashproof({"run", attn_, "--random-inputs", "1", "--output-dir", d, "-q"},
                                  ChildLimits{kTiny, std::nullopt, ""});
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-  EXPECT_NE(r.output.find(d + "/"), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+  EXPECT_NE(r.output.find(d + "/"), std::string::npos) << r.text();
   for (const auto& e : fs::directory_iterator(d)) {
     EXPECT_NE(e.path().filename().string()[0], '.') << "temporary left: " << e.path();
     EXPECT_NO_THROW(read_npy(e.path().string())) << "a partial file under a final name: " << e.path();
@@ -187,11 +183,11 @@ TEST_F(OutputFailure, CounterexampleCaseOnAFullDiskExits74AndLeavesNoPartialCase
     return a;
   };
   ChildResult fine = run_flashproof(with(ok("cex")));
-  ASSERT_EQ(fine.exit_code, kExitRefuted) << text_of(fine);
+  ASSERT_EQ(fine.exit_code, kExitRefuted) << fine.text();
   ASSERT_GT(fs::file_size(ok("cex/pair/src.fp")), kSmallFile);
   ChildResult r = run_flashproof(with(out("cex")), small_files());
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-  EXPECT_NE(r.output.find(out("cex/pair/")), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+  EXPECT_NE(r.output.find(out("cex/pair/")), std::string::npos) << r.text();
   EXPECT_EQ(written(), std::vector<std::string>{"cex"}) << fmt::format("{}", fmt::join(written(), " "));
 }
 
@@ -210,11 +206,11 @@ TEST_F(OutputFailure, SmtDumpOnAFullDiskExits74) {
     return a;
   };
   ChildResult fine = run_flashproof(with(ok("smt")));
-  ASSERT_EQ(fine.exit_code, 0) << text_of(fine);
+  ASSERT_EQ(fine.exit_code, 0) << fine.text();
   ASSERT_FALSE(fs::is_empty(ok("smt")));
   ChildResult r = run_flashproof(with(out("smt")), small_files());
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-  EXPECT_NE(r.output.find(out("smt/")), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+  EXPECT_NE(r.output.find(out("smt/")), std::string::npos) << r.text();
   EXPECT_EQ(written(), std::vector<std::string>{"smt"}) << fmt::format("{}", fmt::join(written(), " "));
 }
 
@@ -231,11 +227,11 @@ TEST_F(OutputFailure, DiffCaseOnAFullDiskExits74AndLeavesNoPartialCase) {
       {"FLASHPROOF_CFLAGS", "-O3 -march=native -ffast-math -fPIC -shared"},
       {"FLASHPROOF_JIT_CACHE", (dir_ / "jit").string()}};
   ChildResult fine = run_flashproof({"diff", sum, "--case-dir", ok("case")}, {}, env);
-  ASSERT_EQ(fine.exit_code, kExitRefuted) << text_of(fine);
+  ASSERT_EQ(fine.exit_code, kExitRefuted) << fine.text();
   ChildResult r = run_flashproof({"diff", sum, "--case-dir", out("case")},
                                  ChildLimits{512 * 1024, std::nullopt, ""}, env);
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-  EXPECT_NE(r.output.find(out("case/inputs/x.npy")), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+  EXPECT_NE(r.output.find(out("case/inputs/x.npy")), std::string::npos) << r.text();
   EXPECT_TRUE(written().empty()) << fmt::format("{}", fmt::join(written(), " "));
 }
 
@@ -267,11 +263,11 @@ TEST_F(OutputFailure, RewriteOntoAFullTmpfsExits74AndLeavesNothing) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   });
   if (r.exit_code == 200) GTEST_SKIP() << r.output;
-  EXPECT_EQ(r.exit_code, kExitIoError) << text_of(r);
-  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << text_of(r);
-  EXPECT_NE(r.output.find("ENTRY filler"), std::string::npos) << text_of(r);
-  EXPECT_EQ(r.output.find("ENTRY out.fp"), std::string::npos) << text_of(r);
-  EXPECT_EQ(r.output.find("ENTRY .out.fp"), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.text();
+  EXPECT_NE(r.output.find("ENTRY filler"), std::string::npos) << r.text();
+  EXPECT_EQ(r.output.find("ENTRY out.fp"), std::string::npos) << r.text();
+  EXPECT_EQ(r.output.find("ENTRY .out.fp"), std::string::npos) << r.text();
 }
 
 }  // namespace

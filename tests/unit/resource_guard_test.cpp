@@ -32,10 +32,6 @@ using testing::ChildLimits;
 using testing::ChildResult;
 using testing::run_flashproof;
 
-std::string text_of(const ChildResult& r) {
-  return fmt::format("exit {} signal {}\n{}", r.exit_code, r.signal, r.output);
-}
-
 class ResourceGuard : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,13 +46,13 @@ class ResourceGuard : public ::testing::Test {
     const std::string p = (dir_ / "huge.fp").string();
     ChildResult r =
         run_flashproof({"attention", "--sq", "1000000", "--sk", "1000000", "--d", "2", "--e", "2", "-o", p});
-    EXPECT_EQ(r.exit_code, 0) << text_of(r);
+    EXPECT_EQ(r.exit_code, 0) << r.text();
     return p;
   }
   std::string small_attention() {
     const std::string p = (dir_ / "small.fp").string();
     ChildResult r = run_flashproof({"attention", "--sq", "5", "--sk", "3", "--d", "4", "--e", "3", "-o", p});
-    EXPECT_EQ(r.exit_code, 0) << text_of(r);
+    EXPECT_EQ(r.exit_code, 0) << r.text();
     return p;
   }
 
@@ -65,9 +61,9 @@ class ResourceGuard : public ::testing::Test {
     const auto t0 = std::chrono::steady_clock::now();
     ChildResult r = run_flashproof(args);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_EQ(r.exit_code, kExitUnavailable) << text_of(r);
-    EXPECT_NE(r.output.find("the biggest buffers: " + buffer), std::string::npos) << text_of(r);
-    EXPECT_NE(r.output.find("--max-memory"), std::string::npos) << text_of(r);
+    EXPECT_EQ(r.exit_code, kExitUnavailable) << r.text();
+    EXPECT_NE(r.output.find("the biggest buffers: " + buffer), std::string::npos) << r.text();
+    EXPECT_NE(r.output.find("--max-memory"), std::string::npos) << r.text();
     EXPECT_LT(s, 60) << "refused only after the work";
   }
 
@@ -132,21 +128,21 @@ TEST_F(ResourceGuard, MaxMemoryFlagSetsTheLimit) {
   const std::string small = small_attention();
   expect_refused({"run", small, "--random-inputs", "1", "-q", "--max-memory", "1K"}, "");
   ChildResult r = run_flashproof({"run", small, "--random-inputs", "1", "-q", "--max-memory", "unlimited"});
-  EXPECT_EQ(r.exit_code, 0) << text_of(r);
+  EXPECT_EQ(r.exit_code, 0) << r.text();
   r = run_flashproof({"run", small, "--random-inputs", "1", "-q", "--max-memory", "lots"});
-  EXPECT_EQ(r.exit_code, kExitUsage) << text_of(r);
+  EXPECT_EQ(r.exit_code, kExitUsage) << r.text();
 }
 
 TEST_F(ResourceGuard, ExhaustedMemoryIsAnInternalErrorWithAMessageNotAnUncaughtBadAlloc) {
   const std::string huge = huge_attention();
   ChildResult r = run_flashproof({"run", huge, "--random-inputs", "1", "-q", "--max-memory", "unlimited"},
                                  ChildLimits{std::nullopt, rlim_t{2} << 30, ""});
-  EXPECT_EQ(r.signal, 0) << text_of(r);
-  EXPECT_EQ(r.exit_code, kExitInternal) << text_of(r);
+  EXPECT_EQ(r.signal, 0) << r.text();
+  EXPECT_EQ(r.exit_code, kExitInternal) << r.text();
   EXPECT_NE(r.output.find("flashproof: internal error: memory was exhausted"), std::string::npos)
-      << text_of(r);
-  EXPECT_NE(r.output.find("reproduce with: flashproof run"), std::string::npos) << text_of(r);
-  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << text_of(r);
+      << r.text();
+  EXPECT_NE(r.output.find("reproduce with: flashproof run"), std::string::npos) << r.text();
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.text();
 }
 
 TEST(InternalCheck, FailureReportsAndExits70InsteadOfAborting) {
@@ -176,9 +172,9 @@ TEST_F(ResourceGuard, RunWithAHundredThousandThreadsDoesNotCrash) {
   ChildResult r =
       run_flashproof({"run", small, "--random-inputs", "1", "-q", "--executor", "c", "--threads", "100000"},
                      {}, {{"FLASHPROOF_JIT_CACHE", (dir_ / "jit").string()}});
-  EXPECT_EQ(r.signal, 0) << text_of(r);
-  EXPECT_TRUE(r.exit_code == kExitUsage || r.exit_code == kExitInternal) << text_of(r);
-  EXPECT_NE(r.output.find("100000"), std::string::npos) << text_of(r);
+  EXPECT_EQ(r.signal, 0) << r.text();
+  EXPECT_TRUE(r.exit_code == kExitUsage || r.exit_code == kExitInternal) << r.text();
+  EXPECT_NE(r.output.find("100000"), std::string::npos) << r.text();
 }
 
 // Two refuted pairs on two threads, their cases to be written under a path a file holds: the
@@ -204,8 +200,8 @@ TEST_F(ResourceGuard, ExceptionInAVerifyWorkerThreadReachesTheCallerNotTerminate
     }
     return 0;
   });
-  EXPECT_EQ(r.signal, 0) << text_of(r);
-  EXPECT_EQ(r.exit_code, kExitCantCreate) << text_of(r);
+  EXPECT_EQ(r.signal, 0) << r.text();
+  EXPECT_EQ(r.exit_code, kExitCantCreate) << r.text();
 }
 
 }  // namespace
