@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/memory_report.h"
 #include "core/placement.h"
 #include "core/random_inputs.h"

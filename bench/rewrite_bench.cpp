@@ -2,7 +2,7 @@
 // of 12, 24, 48 and 96 stacked self-attention layers (forward + composed backward, projections
 // included), and how it grows with the layer count. Building the routine is not timed.
 //
-// core/attention.h caps one build at kMaxAttentionLayers; a larger count is built as independent
+// frontend/attention.h caps one build at kMaxAttentionLayers; a larger count is built as independent
 // stacks of at most that many layers, each stack's nodes renamed apart, in one routine — the same
 // statements and normalizers per layer, which is all the tier's cost depends on.
 
@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/ir.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"

@@ -1,6 +1,6 @@
 // Figures of the verify engine (docs/verify.md "Benchmarks"):
 //   BM_VerifyAttentionSuite  every obligation of the tier on the attention programs
-//                            (verify/attention_suite.h), no cache: time per obligation (median,
+//                            (tests/fixtures/attention_suite.h), no cache: time per obligation (median,
 //                            p95, max) per claim kind
 //   BM_CacheHit              the same tasks answered from the proof cache: time per verdict
 //   BM_Tightness/<prec>      worst observed error / bound on 10^4 MPFR rows (the certificate's (c))
@@ -21,7 +21,7 @@
 #include <map>
 
 #include "core/numerics.h"
-#include "verify/attention_suite.h"
+#include "tests/fixtures/attention_suite.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/bounds/mpfr_reference.h"
 #include "verify/engine.h"

@@ -1,9 +1,9 @@
 // `flashproof attention`: builds the standard attention program (forward or training step) and
-// writes it in the text format (core/attention.h has the layout, masks and naming).
+// writes it in the text format (frontend/attention.h has the layout, masks and naming).
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/diagnostic.h"
 #include "tools/command.h"
 #include "tools/option_checks.h"

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/diagnostic.h"
 #include "core/interpreter_program.h"
 #include "core/memory_report.h"

@@ -10,7 +10,7 @@
 
 #include "core/diagnostic.h"
 #include "core/diagnostic_render.h"
-#include "core/frontend/te_parser.h"
+#include "frontend/te_parser.h"
 #include "tools/command.h"
 #include "tools/routine_io.h"
 

@@ -11,7 +11,7 @@ namespace fp::testref {
 
 namespace {
 
-// The mask re-derived from its documentation (core/attention.h), not from the builder's code.
+// The mask re-derived from its documentation (frontend/attention.h), not from the builder's code.
 struct RefMask {
   std::string kind = "none";
   std::int64_t n = 0;

@@ -4,7 +4,7 @@
 // helpers the attention and autodiff tests share (deterministic inputs, a tolerance criterion,
 // finite differences).
 //
-// Forward, per batch b, head h, query s (visible(s, t) as in core/attention.h):
+// Forward, per batch b, head h, query s (visible(s, t) as in frontend/attention.h):
 //   x_t = visible ? scale·Σ_d q[s,d]·k[t,d] : fill        m = max_t x_t (NaN propagates)
 //   p_t = exp(x_t − m) / Σ_t' exp(x_t' − m)                p'_t = p_t·[r < u_t]/(1 − r)
 //   o[s,e] = Σ_t p'_t·v[t,e]
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/interpreter.h"
 
 namespace fp::testref {

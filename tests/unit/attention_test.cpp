@@ -6,7 +6,7 @@
 // Criterion (attention_reference.h): |got − ref| <= tol·(|ref| + rms(ref)), NaN exactly where the
 // reference has NaN; tol = 1e-12 at f64 and 1e-5 at f32.
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // interpreter on both the forward routine and the training step), and the training step's shape
 // (forward, zeroing, accumulating adjoint nests; no pow; gradients as the only outputs).
 
-#include "core/frontend/autodiff.h"
+#include "frontend/autodiff.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include "attention_reference.h"
 #include "core/checker.h"
 #include "core/diagnostic.h"
-#include "core/frontend/lower.h"
-#include "core/frontend/te_parser.h"
+#include "frontend/lower.h"
+#include "frontend/te_parser.h"
 #include "core/interpreter.h"
 #include "core/ir_visit.h"
 #include "core/text_printer.h"

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/interpreter.h"
 #include "core/random_inputs.h"
 #include "rewrites/tier.h"

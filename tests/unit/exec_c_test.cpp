@@ -22,7 +22,7 @@
 #include <regex>
 #include <sstream>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/checker.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"

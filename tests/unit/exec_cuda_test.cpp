@@ -11,7 +11,7 @@
 #include <bit>
 #include <cmath>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/random_inputs.h"

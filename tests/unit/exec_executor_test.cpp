@@ -10,7 +10,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/numerics.h"

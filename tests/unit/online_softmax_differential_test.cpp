@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "attention_reference.h"
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/interpreter.h"
 #include "online_softmax_fixtures.h"
 #include "tensor_expect.h"

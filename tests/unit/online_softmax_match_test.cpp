@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <regex>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "online_softmax_fixtures.h"
 
 namespace fp {

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/memory_report.h"
 #include "core/placement.h"
 #include "online_softmax_fixtures.h"

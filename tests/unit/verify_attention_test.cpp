@@ -1,11 +1,11 @@
-// The verify engine on the tier issue's attention programs (verify/attention_suite.h): every
+// The verify engine on the tier issue's attention programs (tests/fixtures/attention_suite.h): every
 // shape-2 application is exact for all sizes, every shape-1 application's max is exact and its
 // normalizer bounded with the certified bound, the interpreter differential inside it.
 
 #include <gtest/gtest.h>
 
 #include "core/checker.h"
-#include "verify/attention_suite.h"
+#include "tests/fixtures/attention_suite.h"
 #include "verify/engine.h"
 
 namespace fp::verify {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/deadline.h"
 #include "verify/engine.h"
 #include "verify/pair_check.h"

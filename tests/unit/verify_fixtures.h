@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "verify/engine.h"
 
 namespace fp::verify::testing {

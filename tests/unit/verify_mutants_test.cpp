@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/checker.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"

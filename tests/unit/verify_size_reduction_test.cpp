@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/attention.h"
+#include "frontend/attention.h"
 #include "core/checker.h"
 #include "core/npy.h"
 #include "core/text_parser.h"

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/frontend/autodiff.h"
-#include "core/frontend/tensor_expr.h"
+#include "frontend/autodiff.h"
+#include "frontend/tensor_expr.h"
 #include "core/ir.h"
 
 namespace fp::fe {

@@ -1,5 +1,5 @@
 // Tensor expressions and the validating program builder (tensor_expr.h).
-#include "core/frontend/tensor_expr.h"
+#include "frontend/tensor_expr.h"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 // Raw lowering of tensor expressions to loop nests (lower.h).
-#include "core/frontend/lower.h"
+#include "frontend/lower.h"
 
 #include <cmath>
 #include <limits>

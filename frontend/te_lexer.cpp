@@ -1,5 +1,5 @@
 // Lexer of the tensor-expression language (te_lexer.h).
-#include "core/frontend/te_lexer.h"
+#include "frontend/te_lexer.h"
 
 #include <fmt/format.h>
 

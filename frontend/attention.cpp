@@ -1,5 +1,5 @@
 // The standard attention programs (attention.h).
-#include "core/attention.h"
+#include "frontend/attention.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "core/diagnostic.h"
-#include "core/frontend/autodiff.h"
-#include "core/frontend/lower.h"
+#include "frontend/autodiff.h"
+#include "frontend/lower.h"
 #include "core/numerics.h"
 
 namespace fp {

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/frontend/tensor_expr.h"
+#include "frontend/tensor_expr.h"
 #include "core/ir.h"
 
 namespace fp::fe {

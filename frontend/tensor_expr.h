@@ -6,7 +6,7 @@
 // over reads `t[a, b, ...]` (every index is an axis name), constants, axis index expressions,
 // pointwise operations, comparisons and `where`; an assignment may reduce (sum or max) over the
 // axes its rhs mentions that its target does not. docs/frontend.md is the user-facing description
-// of the language and of how each assignment lowers to one loop nest (core/frontend/lower.h).
+// of the language and of how each assignment lowers to one loop nest (frontend/lower.h).
 //
 // The builder validates every call as it is made, so a program that finished building is well
 // formed: every read names a defined tensor through axes whose extents match its dims, every

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/frontend/tensor_expr.h"
+#include "frontend/tensor_expr.h"
 #include "core/ir.h"
 
 namespace fp::fe {

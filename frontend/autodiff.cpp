@@ -1,12 +1,12 @@
 // Reverse-mode differentiation into a training-step routine (autodiff.h).
-#include "core/frontend/autodiff.h"
+#include "frontend/autodiff.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "core/diagnostic.h"
-#include "core/frontend/lower.h"
+#include "frontend/lower.h"
 
 namespace fp::fe {
 

@@ -2,7 +2,7 @@
 // The standard attention programs, composed the way a tensor compiler's attention block is: the
 // score contraction, the scale, the mask `where`, softmax as five separate operations (max, shift,
 // exp, sum, divide), optional dropout, and the value contraction — forward, or the training step
-// (forward + composed backward in one routine). Built through the frontend (core/frontend/), so
+// (forward + composed backward in one routine). Built through the frontend (frontend/), so
 // the raw lowering is exactly the nest sequence the rewrite tier recognizes; docs/frontend.md
 // lists it nest by nest.
 //
@@ -28,7 +28,7 @@
 #include <optional>
 #include <string>
 
-#include "core/frontend/tensor_expr.h"
+#include "frontend/tensor_expr.h"
 #include "core/ir.h"
 
 namespace fp {

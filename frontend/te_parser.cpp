@@ -1,5 +1,5 @@
 // Parser of the tensor-expression language (te_parser.h); grammar in docs/frontend.md.
-#include "core/frontend/te_parser.h"
+#include "frontend/te_parser.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "core/diagnostic.h"
-#include "core/frontend/lower.h"
-#include "core/frontend/te_lexer.h"
+#include "frontend/lower.h"
+#include "frontend/te_lexer.h"
 
 namespace fp::fe {
 
