@@ -49,7 +49,7 @@ Prepared& prepared(std::int64_t seq, bool rewritten) {
   Routine r = build_attention(s);
   if (rewritten) {
     Config c;
-    c.online_softmax = true;
+    c.set("online_softmax", "true");
     r = run_tier(r, c).routine;
   }
   Prepared p;

@@ -69,7 +69,7 @@ void BM_RewriteTrainingStep(benchmark::State& state) {
   const int layers = static_cast<int>(state.range(0));
   Routine r = training_routine(layers);
   Config config;
-  config.online_softmax = true;
+  config.set("online_softmax", "true");
   std::size_t applications = 0;
   for (auto _ : state) {
     RewriteResult res = run_tier(r, config);

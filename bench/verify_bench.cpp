@@ -33,7 +33,7 @@ namespace {
 std::vector<Task> suite_tasks() {
   std::vector<Task> tasks;
   Config cfg;
-  cfg.online_softmax = true;
+  cfg.set("online_softmax", "true");
   for (const auto& c : attention_suite()) {
     TierTasks tt =
         tier_tasks(build_attention(c.spec), cfg, {}, c.name + ".fp", "flashproof verify " + c.name + ".fp");

@@ -20,4 +20,22 @@ void for_each_own_expr(const Stmt& s, const std::function<void(const ExprP&)>& f
     if (c.init) f(c.init);
 }
 
+namespace {
+
+void flatten(const StmtP& s, std::vector<StmtP>& out) {
+  if (s->kind == StmtKind::Seq) {
+    for (const auto& b : s->body) flatten(b, out);
+  } else {
+    out.push_back(s);
+  }
+}
+
+}  // namespace
+
+std::vector<StmtP> top_level_statements(const Routine& r) {
+  std::vector<StmtP> out;
+  if (r.body) flatten(r.body, out);
+  return out;
+}
+
 }  // namespace fp

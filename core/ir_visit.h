@@ -15,4 +15,8 @@ void for_each_stmt(const StmtP& s, const std::function<void(const Stmt&)>& f);
 // statements' expressions.
 void for_each_own_expr(const Stmt& s, const std::function<void(const ExprP&)>& f);
 
+// The routine's top-level statements, nested top-level sequences looked through (the positions
+// rewrites/ records in Application::statements, 1-based there).
+std::vector<StmtP> top_level_statements(const Routine& r);
+
 }  // namespace fp

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/diagnostic.h"
+#include "rewrites/members.h"
 
 extern char** environ;
 
@@ -44,15 +45,49 @@ std::int64_t parse_int(const std::string& key, const std::string& raw) {
   return out;
 }
 
-std::optional<std::int64_t> parse_block(const std::string& key, const std::string& raw) {
+std::optional<std::int64_t> parse_int_or_auto(const std::string& key, const std::string& raw) {
   if (lower(trim(raw)) == "auto") return std::nullopt;
   std::int64_t b = parse_int(key, raw);
   if (b < 0) usage(fmt::format("config key {}: expected auto or an integer >= 0, found '{}'", key, raw));
   return b;
 }
 
-bool pinned(const Config& c, const std::string& key) {
-  return c.profile == "reproducible" && key != "virtualize_max_inline_reduction";
+ConfigValue parse_value(const ConfigKeySpec& spec, const std::string& label, const std::string& raw) {
+  switch (spec.type) {
+    case ConfigType::Bool:
+      return parse_bool(label, raw);
+    case ConfigType::Int:
+      return parse_int(label, raw);
+    case ConfigType::IntOrAuto:
+      return parse_int_or_auto(label, raw);
+  }
+  return false;
+}
+
+const ConfigKeySpec* find_spec(const std::string& key) {
+  for (const auto& k : placement_config_keys())
+    if (k.name == key) return &k;
+  for (const auto& m : tier_members())
+    for (const auto& k : m.config_keys)
+      if (k.name == key) return &k;
+  return nullptr;
+}
+
+const ConfigKeySpec& spec_of(const std::string& key) {
+  const ConfigKeySpec* s = find_spec(key);
+  FP_INTERNAL_CHECK(s != nullptr, "config key {} is not declared by the tier or any member", key);
+  return *s;
+}
+
+template <class T>
+T value_as(const ConfigValue& v, const std::string& key) {
+  const T* x = std::get_if<T>(&v);
+  FP_INTERNAL_CHECK(x != nullptr, "config key {} read as the wrong type", key);
+  return *x;
+}
+
+bool pinned(const Config& c, const ConfigKeySpec& spec) {
+  return c.profile == "reproducible" && spec.pinned_by_reproducible;
 }
 
 void apply_profile(Config& c, const std::string& name) {
@@ -61,25 +96,19 @@ void apply_profile(Config& c, const std::string& name) {
     usage(fmt::format("unknown profile '{}' (expected one of: default, approximate, reproducible)", name));
   c = Config{};
   c.profile = name;
-  if (name == "approximate") {
-    c.online_softmax = true;
-    c.online_softmax_backward = true;
-    c.online_softmax_block = std::nullopt;
-  }
+  for (const auto& spec : config_key_specs())
+    if (auto it = spec.profile_values.find(name); it != spec.profile_values.end())
+      c.set(spec.name, it->second);
 }
 
 void apply_setting(Config& c, const std::string& key, const std::string& value, const std::string& origin) {
-  const auto& ks = config_keys();
-  if (std::find(ks.begin(), ks.end(), key) == ks.end())
-    usage(fmt::format("{}: unknown config key '{}' (known: {})", origin, key, fmt::join(ks, ", ")));
-  if (pinned(c, key))
-    usage(fmt::format("{}: config key {} is pinned by profile {}", origin, key, c.profile));
+  const ConfigKeySpec* spec = find_spec(key);
+  if (!spec)
+    usage(fmt::format("{}: unknown config key '{}' (known: {})", origin, key, fmt::join(config_keys(), ", ")));
+  if (pinned(c, *spec)) usage(fmt::format("{}: config key {} is pinned by profile {}", origin, key, c.profile));
   // Value errors name the key and, when it came from the environment, the variable.
   const std::string label = origin == "--set" ? key : fmt::format("{} (from {})", key, origin);
-  if (key == "online_softmax") c.online_softmax = parse_bool(label, value);
-  else if (key == "online_softmax_backward") c.online_softmax_backward = parse_bool(label, value);
-  else if (key == "online_softmax_block") c.online_softmax_block = parse_block(label, value);
-  else c.virtualize_max_inline_reduction = parse_int(label, value);
+  c.set(key, value, label);
 }
 
 std::string env_name(const std::string& key) {
@@ -90,10 +119,69 @@ std::string env_name(const std::string& key) {
 
 }  // namespace
 
-const std::vector<std::string>& config_keys() {
-  static const std::vector<std::string> k = {"online_softmax", "online_softmax_backward",
-                                             "online_softmax_block", "virtualize_max_inline_reduction"};
-  return k;
+ConfigValue Config::value(const ConfigKeySpec& spec) const {
+  if (auto it = values_.find(spec.name); it != values_.end()) return it->second;
+  return parse_value(spec, spec.name, spec.default_value);
+}
+
+bool Config::flag(const std::string& key) const {
+  return value_as<bool>(value(spec_of(key)), key);
+}
+
+std::int64_t Config::integer(const std::string& key) const {
+  return value_as<std::int64_t>(value(spec_of(key)), key);
+}
+
+std::optional<std::int64_t> Config::integer_or_auto(const std::string& key) const {
+  return value_as<std::optional<std::int64_t>>(value(spec_of(key)), key);
+}
+
+std::int64_t Config::max_inline_reduction() const {
+  return integer(kMaxInlineReductionKey);
+}
+
+Config& Config::set(const std::string& key, const std::string& text, const std::string& label) {
+  return set_value(key, parse_value(spec_of(key), label.empty() ? key : label, text));
+}
+
+Config& Config::set_value(const std::string& key, ConfigValue v) {
+  const ConfigKeySpec& spec = spec_of(key);
+  const bool fits = (spec.type == ConfigType::Bool && std::holds_alternative<bool>(v)) ||
+                    (spec.type == ConfigType::Int && std::holds_alternative<std::int64_t>(v)) ||
+                    (spec.type == ConfigType::IntOrAuto && std::holds_alternative<std::optional<std::int64_t>>(v));
+  FP_INTERNAL_CHECK(fits, "config key {} set to a value of the wrong type", key);
+  values_[key] = std::move(v);
+  return *this;
+}
+
+std::string Config::text(const std::string& key) const {
+  const ConfigValue v = value(spec_of(key));
+  if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  const auto& o = std::get<std::optional<std::int64_t>>(v);
+  return o ? std::to_string(*o) : "auto";
+}
+
+const std::vector<ConfigKeySpec>& placement_config_keys() {
+  static const std::vector<ConfigKeySpec> keys = {
+      ConfigKeySpec{kMaxInlineReductionKey, ConfigType::Int, "16", {}, false,
+                    "the largest reduction trip count the placement replays at each read instead of "
+                    "storing (docs/placement.md)"},
+  };
+  return keys;
+}
+
+std::vector<ConfigKeySpec> config_key_specs() {
+  std::vector<ConfigKeySpec> all;
+  for (const auto& m : tier_members()) all.insert(all.end(), m.config_keys.begin(), m.config_keys.end());
+  all.insert(all.end(), placement_config_keys().begin(), placement_config_keys().end());
+  return all;
+}
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> names;
+  for (const auto& k : config_key_specs()) names.push_back(k.name);
+  return names;
 }
 
 const std::vector<std::string>& config_profiles() {
@@ -136,11 +224,9 @@ std::map<std::string, std::string> flashproof_environment() {
 }
 
 std::string describe_config(const Config& c) {
-  return fmt::format("profile={} online_softmax={} online_softmax_backward={} online_softmax_block={} "
-                     "virtualize_max_inline_reduction={}",
-                     c.profile, c.online_softmax, c.online_softmax_backward,
-                     c.online_softmax_block ? std::to_string(*c.online_softmax_block) : "auto",
-                     c.virtualize_max_inline_reduction);
+  std::string out = "profile=" + c.profile;
+  for (const auto& key : config_keys()) out += " " + key + "=" + c.text(key);
+  return out;
 }
 
 }  // namespace fp

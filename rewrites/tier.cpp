@@ -7,14 +7,8 @@
 #include <tuple>
 
 #include "core/diagnostic.h"
-#include "rewrites/online_softmax/online_softmax.h"
 
 namespace fp {
-
-const std::vector<Member>& tier_members() {
-  static const std::vector<Member> members = {online_softmax_member()};
-  return members;
-}
 
 namespace {
 
@@ -143,13 +137,44 @@ std::string explain_text(const RewriteResult& result) {
   return out;
 }
 
+namespace {
+
+const char* config_type_name(ConfigType t) {
+  switch (t) {
+    case ConfigType::Bool:
+      return "bool";
+    case ConfigType::Int:
+      return "integer";
+    case ConfigType::IntOrAuto:
+      return "auto or integer >= 0";
+  }
+  return "?";
+}
+
+// "  key NAME: TYPE, default D (P: V; pinned by reproducible)\n      HELP\n"
+std::string key_text(const ConfigKeySpec& k) {
+  std::string extra;
+  for (const auto& [profile, value] : k.profile_values) extra += fmt::format("; {}: {}", profile, value);
+  if (k.pinned_by_reproducible) extra += "; pinned by reproducible";
+  return fmt::format("  key {}: {}, default {}{}\n      {}\n", k.name, config_type_name(k.type), k.default_value,
+                     extra, k.help);
+}
+
+}  // namespace
+
 std::string list_rewrites_text(const std::vector<Member>& members) {
   std::string out;
   for (const auto& m : members) {
     out += fmt::format("{}  gate: {}\n    {}\n", m.id, m.gate, m.description);
-    for (const auto& s : m.shapes)
+    for (const auto& k : m.config_keys) out += key_text(k);
+    for (const auto& s : m.shapes) {
       out += fmt::format("  {}  claims: {}\n      {}\n", s.id, s.claim, s.description);
+      for (const auto& c : s.claims)
+        out += fmt::format("      claim {}: {}, checked by {}\n", c.id, obligation_kind_name(c.kind), c.checker);
+    }
   }
+  out += "tier\n";
+  for (const auto& k : placement_config_keys()) out += key_text(k);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "rewrites/application.h"
 #include "rewrites/config.h"
 #include "rewrites/member.h"
+#include "rewrites/members.h"
 
 namespace fp {
 

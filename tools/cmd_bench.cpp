@@ -1,6 +1,5 @@
 // `flashproof bench attention`: the CPU (or GPU) attention benchmark — composed vs rewritten
-// (online softmax, two-pass form) on a compiled executor, at each sequence length, runs
-// interleaved, median of the repeats: time, GFLOP/s (4·sq·sk·d per head, forward), fraction of the
+// (every member's gate on) on a compiled executor, at each sequence length, runs interleaved, median of the repeats: time, GFLOP/s (4·sq·sk·d per head, forward), fraction of the
 // machine's f32 peak measured in the same run (exec/cpu_peak.h), and peak memory (the memory
 // report of the placed routine; the C executor's measured peak is checked against it). Prints a
 // table, optionally writes CSV and a PNG plot (python3 + matplotlib, skipped when missing).
@@ -166,13 +165,12 @@ void bench_attention(const BenchOptions& o) {
   Config cfg = o.config.resolve();
   ExecOptions eo;
   eo.threads = o.threads;
-  eo.placement.max_inline_reduction = cfg.virtualize_max_inline_reduction;
+  eo.placement.max_inline_reduction = cfg.max_inline_reduction();
   eo.source_name = "attention";
   auto ex = make_executor(o.executor, eo);
   require_available(*ex);
 
-  Config rewrite_cfg = cfg;
-  rewrite_cfg.online_softmax = true;
+  const Config rewrite_cfg = with_every_gate_on(cfg);
 
   // Every length is checked before the first one runs: each holds both forms' programs, the
   // interpreter's when timed, and one input set.

@@ -87,7 +87,7 @@ void run_diff(const DiffOptions& o) {
   rep.executor_b = o.b;
   rep.rewrite = o.rewrite;
   rep.command = command_line();
-  std::optional<RewriteDiffPlan> plan;
+  std::optional<verify::RewriteDiffPlan> plan;
   if (o.rewrite) {
     std::optional<RewriteResult> res = run_tier_checked(original, cfg, {});
     if (!res) return;
@@ -98,13 +98,13 @@ void run_diff(const DiffOptions& o) {
       }
     if (res->applications.empty())
       rep.claims.push_back(
-          "none: the tier changed nothing (its gates are off? e.g. --set online_softmax=true)");
-    plan = plan_rewrite_diff(original, *res);
+          fmt::format("none: the tier changed nothing (its gates are off? e.g. {})", every_gate_setting()));
+    plan = verify::plan_rewrite_diff(original, *res);
     rep.notes = plan->notes;
   }
   // Both runs share the inputs and the first one's outputs live on while the second runs: the
   // estimates add up. Checked before the inputs or any buffer exist.
-  const PlacementConfig placement{cfg.virtualize_max_inline_reduction};
+  const PlacementConfig placement{cfg.max_inline_reduction()};
   preflight_memory(combine({estimate_run_memory(plan ? plan->source : original, o.a, placement),
                             estimate_run_memory(second, o.b, placement, true)},
                            fmt::format("{} then {}, the first one's outputs kept", o.a, o.b)),
@@ -117,7 +117,7 @@ void run_diff(const DiffOptions& o) {
   ExecOptions eo;
   eo.source_name = o.file;
   eo.threads = o.threads;
-  eo.placement.max_inline_reduction = cfg.virtualize_max_inline_reduction;
+  eo.placement.max_inline_reduction = cfg.max_inline_reduction();
   auto ea = make_executor(o.a, eo);
   auto eb = make_executor(o.b, eo);
   for (const Executor* e : {ea.get(), eb.get()}) {

@@ -54,7 +54,7 @@ void setup_rewrite(CLI::App& app) {
   sub->add_flag("--print-after-all", opt->print_after_all,
                 "Print the routine after each member's application in each round to standard error");
   sub->add_option("--only", opt->tier.only,
-                  "Apply only this member or shape (repeatable), e.g. online-softmax.normalizer-scan; config "
+                  "Apply only this member or shape (repeatable), a member or shape id of list-rewrites; config "
                   "gates still apply");
   sub->add_option("--disable", opt->tier.disable, "Do not apply this member or shape (repeatable)");
   sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");

@@ -66,7 +66,7 @@ void run(const RunOptions& o) {
   ExecOptions eo;
   eo.source_name = o.file;
   eo.threads = o.threads;
-  eo.placement.max_inline_reduction = cfg.virtualize_max_inline_reduction;
+  eo.placement.max_inline_reduction = cfg.max_inline_reduction();
   std::unique_ptr<Executor> ex = make_executor(o.executor, eo);
   require_available(*ex);
   // Before the inputs or any buffer exist: too big for the machine is an error, not a crash.
@@ -82,7 +82,7 @@ void run(const RunOptions& o) {
   }
   if (!o.quiet) fmt::print("{}", format_tensor_summaries(out));
   if (o.report_memory) {
-    PlacementResult placed = place(r, PlacementConfig{cfg.virtualize_max_inline_reduction});
+    PlacementResult placed = place(r, PlacementConfig{cfg.max_inline_reduction()});
     fmt::print("\n{}", format_memory_report(memory_report(placed.routine)));
     if (prog->last_stats().peak_bytes >= 0)
       fmt::print("measured peak {} bytes ({} executor)\n", prog->last_stats().peak_bytes, o.executor);

@@ -212,7 +212,7 @@ void setup_verify(CLI::App& app) {
       "--inputs", o->inputs,
       "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");
   sub->add_option("--obligation", o->obligations,
-                  "Discharge only this obligation id (repeatable), e.g. 1.normalizer-sum");
+                  "Discharge only this obligation id (repeatable), as the report lists it: APPLICATION.CLAIM");
   sub->add_option("--only", o->tier.only, "Apply only this member or shape (repeatable)");
   sub->add_option("--disable", o->tier.disable, "Do not apply this member or shape (repeatable)");
   sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif");

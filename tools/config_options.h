@@ -19,7 +19,7 @@ struct ConfigOptions {
 
 inline void add_config_options(CLI::App& sub, ConfigOptions& o) {
   sub.add_option("--profile", o.profile, "Configuration profile: default, approximate or reproducible");
-  sub.add_option("--set", o.settings, "Set a config key: key=value (repeatable), e.g. online_softmax=true");
+  sub.add_option("--set", o.settings, "Set a config key: key=value (repeatable), list-rewrites lists the keys");
 }
 
 }  // namespace fp::cli

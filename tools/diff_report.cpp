@@ -10,63 +10,11 @@
 
 #include "core/diagnostic.h"
 #include "flashproof/version.h"
-#include "core/access_census.h"
-#include "verify/bounds/bound_formula.h"
-#include "verify/downstream_bounds.h"
 #include "verify/report.h"
 
 namespace fp::cli {
 
 namespace {
-
-constexpr double kExpUlp = 0.52;  // fp_exp64's assumed error (docs/semantics.md)
-
-// The stand-in tolerance for outputs a bounded claim reaches without a certified bound: the
-// normalizer's certified REL carried through P = e / l and Σ P·v, or, where the formula has no
-// certified form, 8·(n + 2)·u_state + 4·u_storage.
-double stand_in_tolerance(const Obligation& o) {
-  const BoundTerms t = o.bound.value_or(BoundTerms{});
-  const verify::NormalizerBound nb = verify::normalizer_bound(t.storage, t.state, t.terms, kExpUlp);
-  if (!nb.defined)
-    return 8.0 * static_cast<double>(t.terms + 2) * verify::unit_roundoff(t.state) +
-           4.0 * verify::unit_roundoff(t.storage);
-  const double rp = verify::quotient_perturbation(0.0, nb.rel, t.storage);
-  return std::max(nb.rel, verify::dot_perturbation(rp, t.terms, t.storage));
-}
-
-// Nodes whose values depend on any of `from` (coarse: every node a top-level statement writes
-// depends on every node it reads).
-std::set<std::string> downstream_of(const Routine& r, const std::set<std::string>& from) {
-  AccessCensus census(r);
-  std::set<std::string> reached = from;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (std::size_t p = 0; p < census.top_level().size(); ++p) {
-      bool reads = false;
-      for (const Access* a : census.at(p))
-        if (!a->is_write() && reached.count(a->node)) reads = true;
-      if (!reads) continue;
-      for (const Access* a : census.at(p))
-        if (a->is_write() && reached.insert(a->node).second) changed = true;
-    }
-  }
-  return reached;
-}
-
-// Every node a plan says its claim perturbs (bounded or not).
-std::set<std::string> perturbed_by(const verify::DownstreamPlan& p) {
-  std::set<std::string> s(p.unbounded.begin(), p.unbounded.end());
-  for (const auto& c : p.checks) s.insert(c.node);
-  return s;
-}
-
-std::string statement_of(const verify::DownstreamPlan& p, const verify::NodeCheck& c) {
-  for (const auto& b : p.bounds)
-    if (b.node == c.node) return fmt::format("{}; here rho = {:.3g}", b.formula, b.value);
-  return fmt::format("|{0}_tgt - {0}_src| <= REL·|{0}_src|, REL = {1:.3g} (certified normalizer bound)", c.node,
-                     c.rel);
-}
 
 // "agree", "mismatch" (a bitwise or certified comparison fails) or "outside-stand-in".
 const char* output_status(const OutputComparison& c) {
@@ -118,67 +66,6 @@ nlohmann::json report_json(const DiffReport& r) {
 }
 
 }  // namespace
-
-RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result) {
-  RewriteDiffPlan plan;
-  std::set<std::string> covered;
-  std::vector<verify::DownstreamPlan> plans;
-  for (const Application& app : result.applications)
-    for (const Obligation& ob : app.obligations) {
-      if (ob.kind != ObligationKind::Bounded) continue;
-      for (const Cover& c : ob.covers) covered.insert(c.node);
-      plan.stand_in_bound = std::max(plan.stand_in_bound, stand_in_tolerance(ob));
-      // The application's statement positions refer to the routine its round received.
-      if (!equal(result.round_input(original, app.round, app.member), original)) {
-        plan.notes.push_back(fmt::format("{} at statement {}: applied to an already rewritten routine (round {}), "
-                                         "no certified plan against the original",
-                                         ob.claim, app.statements.empty() ? 0 : app.statements[0], app.round));
-        continue;
-      }
-      std::string why;
-      if (auto p = verify::plan_for_obligation(original, app, ob, kExpUlp, &why))
-        plans.push_back(std::move(*p));
-      else
-        plan.notes.push_back(fmt::format("{} on {}: {}", ob.claim, ob.covers.empty() ? "?" : ob.covers[0].node, why));
-    }
-  // A check holds only while its claim is the one perturbation reaching the node: a node another
-  // claim also perturbs (a second layer fed by the first's output) gets the stand-in.
-  std::vector<std::set<std::string>> perturbed;
-  for (const auto& p : plans) perturbed.push_back(perturbed_by(p));
-  std::vector<const verify::DownstreamPlan*> used;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    for (const auto& c : plans[i].checks) {
-      bool alone = true;
-      for (std::size_t j = 0; j < plans.size(); ++j) alone = alone && (j == i || !perturbed[j].count(c.node));
-      if (!alone) {
-        if (const Node* n = result.routine.find_node(c.node); n && n->is_output)
-          plan.notes.push_back(fmt::format("{}: perturbed by more than one bounded claim", c.node));
-        continue;
-      }
-      plan.certified[c.node] = c;
-      plan.statements[c.node] = statement_of(plans[i], c);
-    }
-    for (const auto& n : plans[i].notes) plan.notes.push_back(n);
-    used.push_back(&plans[i]);
-  }
-  // Only the routine's own outputs are compared: drop checks of internal nodes.
-  for (auto it = plan.certified.begin(); it != plan.certified.end();) {
-    const Node* n = result.routine.find_node(it->first);
-    if (!n || !n->is_output) {
-      plan.statements.erase(it->first);
-      it = plan.certified.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // The original runs with its own outputs and the plans' Σ|w·v| nodes.
-  plan.source = verify::instrument_source(original, used, {}, true);
-  // Outputs the claims reach in the rewritten routine but that have no certified check.
-  const std::set<std::string> reached = downstream_of(result.routine, covered);
-  for (const Node* n : result.routine.outputs())
-    if (reached.count(n->name) && !plan.certified.count(n->name)) plan.stand_in.insert(n->name);
-  return plan;
-}
 
 OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
                                    const verify::NodeCheck& check, const Tensor* scale,

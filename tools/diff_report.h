@@ -1,13 +1,7 @@
 #pragma once
 // `flashproof diff`'s adapter to the verify layer:
-//  - plan_rewrite_diff(): what each output of a --rewrite diff is compared with. Outputs no
-//    bounded claim reaches: bitwise. Outputs with a certified bound (verify's per-claim plan,
-//    verify/downstream_bounds.h: the normalizer within its certified REL relative to |l|, the
-//    probabilities relative to |P|, the value contraction relative to Σ|P·v| per cell): that
-//    bound, computed per cell from the original run instrumented with Σ|P·v|. Outputs downstream
-//    of a bounded claim without a certified bound (e.g. a second layer fed by a perturbed output,
-//    gradients): a stand-in relative tolerance, whose violation makes the verdict unknown, never
-//    mismatch.
+//  - the plan of a --rewrite diff is verify's (verify/diff_plan.h): what each output is compared
+//    with;
 //  - render_diff_report(): the report in the formats every reporting subcommand takes (text, json,
 //    jsonl, junit, sarif) and diff_exit_code() with the tool's exit codes (0 agree, 1 mismatch,
 //    2 unknown under --fail-on=unknown).
@@ -24,21 +18,9 @@
 #include "exec/differential.h"
 #include "rewrites/tier.h"
 #include "verify/compare.h"
+#include "verify/diff_plan.h"
 
 namespace fp::cli {
-
-struct RewriteDiffPlan {
-  // The original routine with the certified plans' Σ|w·v| nodes added as outputs (values of the
-  // original's own nodes unchanged): what the first executor runs.
-  Routine source;
-  std::map<std::string, verify::NodeCheck> certified;  // output -> its certified check
-  std::map<std::string, std::string> statements;       // output -> the certified statement
-  std::set<std::string> stand_in;                      // outputs compared with the stand-in
-  double stand_in_bound = 0;
-  std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
-};
-
-RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
 
 // Compares one output with a certified check; `scale` is the Σ|w·v| tensor of a Scaled check.
 OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
@@ -56,7 +38,7 @@ struct DiffReport {
   std::string verdict;
   std::string message;  // one sentence
   std::vector<OutputComparison> outputs;
-  std::vector<std::string> claims;  // "online-softmax.normalizer-scan normalizer-sum: bounded"
+  std::vector<std::string> claims;  // "SHAPE CLAIM: exact|bounded" per obligation
   std::vector<std::string> notes;  // the plan's notes
   std::string case_dir;  // written on mismatch
   std::string replay;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "rewrites/name_minter.h"
+#include "rewrites/online_softmax/mutants.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
 #include "rewrites/online_softmax/routine_view.h"
 #include "rewrites/online_softmax/value_pass_hoist.h"
@@ -68,6 +69,23 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   return out;
 }
 
+namespace {
+
+std::vector<ConfigKeySpec> online_softmax_keys() {
+  return {
+      ConfigKeySpec{"online_softmax", ConfigType::Bool, "false", {{"approximate", "true"}}, true,
+                    "the online-softmax normalizer scan and value-pass hoist (a numerics policy: the "
+                    "normalizer's sum is reassociated)"},
+      ConfigKeySpec{"online_softmax_backward", ConfigType::Bool, "false", {{"approximate", "true"}}, true,
+                    "the fused backward (shape 3; not implemented yet: shapes 1 and 2 apply)"},
+      ConfigKeySpec{"online_softmax_block", ConfigType::IntOrAuto, "0", {{"approximate", "auto"}}, true,
+                    "block size of the FlashAttention fold (shape 4; 0: the two-pass form; not implemented "
+                    "yet: shapes 1 and 2 apply)"},
+  };
+}
+
+}  // namespace
+
 Member online_softmax_member() {
   Member m;
   m.id = kOnlineSoftmaxId;
@@ -76,17 +94,25 @@ Member online_softmax_member() {
   m.description =
       "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
       "probabilities once (default off; on in the approximate profile)";
+  m.config_keys = online_softmax_keys();
   m.shapes = {
-      ShapeInfo{
-          osm::kNormalizerScanId, "exact (max), bounded (sum)",
-          "a max reduction and the sum of exp(x - max) over one axis become one scan per row carrying the "
-          "running max and the rescaled running sum, writing both to their nodes"},
-      ShapeInfo{
-          osm::kValuePassHoistId, "exact",
-          "a reduction of (normalized probabilities) * v moves the loops the probabilities do not index "
-          "innermost, behind one read of the probability into a local"},
+      ShapeInfo{osm::kNormalizerScanId,
+                "exact (max), bounded (sum)",
+                "a max reduction and the sum of exp(x - max) over one axis become one scan per row carrying the "
+                "running max and the rescaled running sum, writing both to their nodes",
+                {ClaimSpec{"normalizer-max", ObligationKind::Exact, "bitwise",
+                           "the scan's running max is the composed max, bit for bit"},
+                 ClaimSpec{"normalizer-sum", ObligationKind::Bounded, "certified-bound.online-normalizer",
+                           "the scan's rescaled sum is the composed sum within the certified bound"}},
+                [](const Routine& tgt, const Application&) { return osm::normalizer_scan_mutants(tgt); }},
+      ShapeInfo{osm::kValuePassHoistId,
+                "exact",
+                "a reduction of (normalized probabilities) * v moves the loops the probabilities do not index "
+                "innermost, behind one read of the probability into a local",
+                {ClaimSpec{"value-pass", ObligationKind::Exact, "all-sizes-lift.loop-permutation",
+                           "every target cell receives the same contributions in the same order"}},
+                osm::value_pass_mutants},
   };
-  m.gate_on = [](const Config& c) { return c.online_softmax; };
   m.apply = rewrite_online_softmax;
   return m;
 }

@@ -11,7 +11,7 @@
 #include "core/random_inputs.h"
 #include "rewrites/tier.h"
 #include "tools/diff_report.h"
-#include "verify/mutants.h"
+#include "rewrites/online_softmax/mutants.h"
 
 namespace fp::cli {
 namespace {
@@ -30,14 +30,14 @@ Rewritten rewrite_attention(int layers, Prec prec = Prec::F32) {
   s.layers = layers;
   s.precision = prec;
   Config cfg;
-  cfg.online_softmax = true;
+  cfg.set("online_softmax", "true");
   Rewritten r{build_attention(s), {}};
   r.result = run_tier(r.original, cfg, {});
   return r;
 }
 
 // Compares output `node` of `tgt` against the plan's instrumented original on seed `seed`.
-OutputComparison compare_on(const RewriteDiffPlan& plan, const Routine& tgt, const std::string& node,
+OutputComparison compare_on(const verify::RewriteDiffPlan& plan, const Routine& tgt, const std::string& node,
                             std::uint64_t seed) {
   const TensorMap in = random_inputs(plan.source, seed);
   const TensorMap a = interpret(plan.source, in), b = interpret(tgt, in);
@@ -47,7 +47,7 @@ OutputComparison compare_on(const RewriteDiffPlan& plan, const Routine& tgt, con
 
 TEST(DiffPlan, OneLayerOutputIsCertifiedPerCellAndTheRewriteIsInside) {
   const Rewritten r = rewrite_attention(1);
-  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
   ASSERT_EQ(plan.certified.count("o"), 1u);
   EXPECT_EQ(plan.certified.at("o").kind, verify::NodeCheck::Kind::Scaled);
   EXPECT_TRUE(plan.stand_in.empty());
@@ -62,9 +62,9 @@ TEST(DiffPlan, OneLayerOutputIsCertifiedPerCellAndTheRewriteIsInside) {
 
 TEST(DiffPlan, PlantedBugsInTheRewriteAreMismatches) {
   const Rewritten r = rewrite_attention(1);
-  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
   int checked = 0;
-  for (const verify::Mutant& m : verify::normalizer_scan_mutants(r.result.routine)) {
+  for (const Mutant& m : osm::normalizer_scan_mutants(r.result.routine)) {
     if (m.id != "narrowed-state" && m.id != "off-by-one-end" && m.id != "off-by-one-start") continue;
     ++checked;
     const OutputComparison c = compare_on(plan, m.tgt, "o", 1);
@@ -76,7 +76,7 @@ TEST(DiffPlan, PlantedBugsInTheRewriteAreMismatches) {
 
 TEST(DiffPlan, AnOutputTwoBoundedClaimsReachGetsTheStandIn) {
   const Rewritten r = rewrite_attention(2);
-  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
   EXPECT_EQ(plan.certified.count("o"), 0u);
   EXPECT_EQ(plan.stand_in.count("o"), 1u);
   EXPECT_GT(plan.stand_in_bound, 0);
@@ -87,7 +87,7 @@ TEST(DiffPlan, AnOutputTwoBoundedClaimsReachGetsTheStandIn) {
 
 TEST(DiffPlan, InstrumentingTheOriginalChangesNoneOfItsOutputs) {
   const Rewritten r = rewrite_attention(1, Prec::F16);
-  const RewriteDiffPlan plan = plan_rewrite_diff(r.original, r.result);
+  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
   const TensorMap in = random_inputs(r.original, 3);
   const TensorMap a = interpret(r.original, in), b = interpret(plan.source, in);
   for (const Node* n : r.original.outputs())

@@ -54,7 +54,7 @@ using testing::bitwise_equal;
 
 RewriteResult rewrite_on(const Routine& r) {
   Config c;
-  c.online_softmax = true;
+  c.set("online_softmax", "true");
   return run_tier(r, c);
 }
 

@@ -33,7 +33,7 @@ ExecOptions test_options() {
 
 Routine rewritten(const Routine& r) {
   Config c;
-  c.online_softmax = true;
+  c.set("online_softmax", "true");
   return run_tier(r, c).routine;
 }
 

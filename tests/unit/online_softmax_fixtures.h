@@ -41,7 +41,7 @@ inline Routine lit_routine(const std::string& file) {
 
 inline Config gate_on() {
   Config c;
-  c.online_softmax = true;
+  c.set("online_softmax", "true");
   return c;
 }
 

@@ -240,7 +240,7 @@ TEST(OnlineSoftmaxMatch, TrainingStepForwardRewritesWithBackwardGateOff) {
   AttentionSpec s = small_spec();
   s.train = true;
   Config c = gate_on();
-  c.online_softmax_backward = false;
+  c.set("online_softmax_backward", "false");
   RewriteResult res = run_tier(build_attention(s), c, {});
   ASSERT_FALSE(res.applications.empty());
   EXPECT_EQ(res.applications[0].shape, "online-softmax.normalizer-scan");

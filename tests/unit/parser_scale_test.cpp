@@ -17,6 +17,7 @@
 #include "child_process.h"
 #include "core/diagnostic.h"
 #include "core/text_parser.h"
+#include "sanitizer.h"
 
 namespace fp {
 namespace {
@@ -79,7 +80,8 @@ void expect_bounded(const std::string& shape, const std::string& text) {
   const ParseCost c = parse_cost(text);
   ASSERT_GE(c.cpu_s, 0) << shape << ": the child reported nothing";
   EXPECT_LT(c.cpu_s, 5.0) << shape;
-  EXPECT_LE(c.growth_mb, 100) << shape << " (" << c.outcome << ")";
+  // (AddressSanitizer's redzones inflate every allocation: the memory figure is the plain build's.)
+  if (!fp::testing::kAddressSanitizer) EXPECT_LE(c.growth_mb, 100) << shape << " (" << c.outcome << ")";
   std::printf("[ parse 10 MB ] %-22s cpu %.2f s, +%ld MB: %s\n", shape.c_str(), c.cpu_s, c.growth_mb,
               c.outcome.substr(0, 90).c_str());
 }

@@ -21,7 +21,6 @@ Member grower() {
   m.id = "toy-grower";
   m.gate = "online_softmax";
   m.description = "appends a comment";
-  m.gate_on = [](const Config& c) { return c.online_softmax; };
   m.apply = [](const Routine& r, const MemberContext&) {
     MemberOutput out;
     out.routine = r;
@@ -171,23 +170,23 @@ TEST(RewriteTier, ListRewritesNamesMembersGatesAndShapes) {
 
 TEST(RewriteConfig, KeysDefaultsAndProfiles) {
   Config d = make_config("", {}, {});
-  EXPECT_FALSE(d.online_softmax);
-  EXPECT_FALSE(d.online_softmax_backward);
-  EXPECT_EQ(d.online_softmax_block, std::optional<std::int64_t>(0));
-  EXPECT_EQ(d.virtualize_max_inline_reduction, 16);
+  EXPECT_FALSE(d.flag("online_softmax"));
+  EXPECT_FALSE(d.flag("online_softmax_backward"));
+  EXPECT_EQ(d.integer_or_auto("online_softmax_block"), std::optional<std::int64_t>(0));
+  EXPECT_EQ(d.max_inline_reduction(), 16);
   Config a = make_config("approximate", {}, {});
-  EXPECT_TRUE(a.online_softmax);
-  EXPECT_TRUE(a.online_softmax_backward);
-  EXPECT_EQ(a.online_softmax_block, std::nullopt);  // auto
+  EXPECT_TRUE(a.flag("online_softmax"));
+  EXPECT_TRUE(a.flag("online_softmax_backward"));
+  EXPECT_EQ(a.integer_or_auto("online_softmax_block"), std::nullopt);  // auto
   Config r = make_config("reproducible", {}, {});
-  EXPECT_FALSE(r.online_softmax);
+  EXPECT_FALSE(r.flag("online_softmax"));
   EXPECT_TRUE(
-      make_config("", {"online_softmax=true", "virtualize_max_inline_reduction=64"}, {}).online_softmax);
-  EXPECT_TRUE(make_config("", {}, {{"FLASHPROOF_ONLINE_SOFTMAX", "1"}}).online_softmax);
+      make_config("", {"online_softmax=true", "virtualize_max_inline_reduction=64"}, {}).flag("online_softmax"));
+  EXPECT_TRUE(make_config("", {}, {{"FLASHPROOF_ONLINE_SOFTMAX", "1"}}).flag("online_softmax"));
   EXPECT_EQ(make_config("", {}, {{"FLASHPROOF_PROFILE", "approximate"}}).profile, "approximate");
   // The command line overrides the environment.
   EXPECT_FALSE(
-      make_config("", {"online_softmax=false"}, {{"FLASHPROOF_ONLINE_SOFTMAX", "1"}}).online_softmax);
+      make_config("", {"online_softmax=false"}, {{"FLASHPROOF_ONLINE_SOFTMAX", "1"}}).flag("online_softmax"));
 }
 
 TEST(RewriteConfig, UnknownKeyOrBadValueIsAUsageErrorNamingTheKey) {

@@ -25,7 +25,7 @@ void expect_table(const std::string& name) {
     SCOPED_TRACE(c.name);
     Routine r = build_attention(c.spec);
     Config cfg;
-    cfg.online_softmax = true;
+    cfg.set("online_softmax", "true");
     TierTasks tt = tier_tasks(r, cfg, {}, c.name + ".fp", "flashproof verify " + c.name + ".fp");
     ASSERT_FALSE(tt.tasks.empty());
     EngineOptions o;

@@ -78,7 +78,7 @@ TEST(SearchScaling, SmallPairsKeepEveryTrialLargeOnesFewer) {
 TEST(VerifyBudget, ObligationBudgetEndsEveryPhaseInUnknown) {
   Routine r = attention(256, 32);
   Config cfg;
-  cfg.online_softmax = true;
+  cfg.set("online_softmax", "true");
   TierTasks tt = tier_tasks(r, cfg, {}, "a.fp", "flashproof verify a.fp");
   ASSERT_FALSE(tt.tasks.empty());
   EngineOptions o;
@@ -108,7 +108,7 @@ TEST(VerifyBudget, ObligationBudgetEndsEveryPhaseInUnknown) {
 TEST(VerifyBudget, RunBudgetStopsObligationsThatHaveNotStarted) {
   Routine r = attention(64, 16);
   Config cfg;
-  cfg.online_softmax = true;
+  cfg.set("online_softmax", "true");
   TierTasks tt = tier_tasks(r, cfg, {}, "a.fp", "flashproof verify a.fp");
   EngineOptions o;
   o.use_cache = false;

@@ -31,7 +31,7 @@ inline std::vector<Task> attention_tasks(std::int64_t seq, std::int64_t width, P
   s.d = s.e = width;
   s.precision = prec;
   Config cfg;
-  cfg.online_softmax = true;
+  cfg.set("online_softmax", "true");
   return tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks;
 }
 

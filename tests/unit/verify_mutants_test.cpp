@@ -1,6 +1,6 @@
 // Soundness: planted bugs in real rewritten routines must come out refuted — never unknown, never
 // proved — with a minimized, replayable counterexample. At least 10 mutants per shape
-// (verify/mutants.h), each applied to the target of a tier obligation on an attention program;
+// (declared by the shape: ShapeInfo::mutants, rewrites/member.h), each applied to the target of a tier obligation on an attention program;
 // plus a hoist of a loop that does not index the target, built with the rewrite's own emitter
 // on a nest it declines.
 
@@ -15,7 +15,7 @@
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "verify/engine.h"
-#include "verify/mutants.h"
+#include "rewrites/members.h"
 #include "verify_fixtures.h"
 
 namespace fp::verify {
@@ -38,6 +38,13 @@ Verdict worst_verdict(const std::vector<Task>& pair, const Routine& mutant, cons
     if (!worst || rank(v.kind) > rank(worst->kind)) worst = v;
   }
   return *worst;
+}
+
+// The mutants the task's shape declares, of its target.
+std::vector<Mutant> declared_mutants(const Task& t) {
+  const ShapeInfo* shape = find_shape(t.shape);
+  EXPECT_TRUE(shape && shape->mutants) << t.shape << " declares no mutants";
+  return shape && shape->mutants ? shape->mutants(t.tgt, t.app) : std::vector<Mutant>{};
 }
 
 void expect_all_refuted(const std::vector<Task>& pair, const std::vector<Mutant>& mutants,
@@ -75,14 +82,14 @@ TEST(VerifyMutants, NormalizerScanMutantsAreRefuted) {
   EngineOptions o = options("shape1");
   // The unmutated target verifies.
   EXPECT_EQ(worst_verdict(pair, pair[0].tgt, o).kind, VerdictKind::Exact);
-  expect_all_refuted(pair, normalizer_scan_mutants(pair[0].tgt), o, 10);
+  expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
 }
 
 TEST(VerifyMutants, NormalizerScanMutantsAreRefutedAtF16) {
   std::vector<Task> pair = tasks_of_shape(attention_tasks(3, 2, Prec::F16), "online-softmax.normalizer-scan");
   ASSERT_EQ(pair.size(), 2u);
   std::vector<Mutant> ms;
-  for (auto& m : normalizer_scan_mutants(pair[0].tgt))
+  for (auto& m : declared_mutants(pair[0]))
     if (m.id != "narrowed-state" && m.id != "narrowed-score-read") ms.push_back(std::move(m));
   expect_all_refuted(pair, ms, options("shape1-f16"), 10);
 }
@@ -94,7 +101,7 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
   Verdict ok = discharge(pair[0], o);
   EXPECT_EQ(ok.kind, VerdictKind::Exact);
   EXPECT_TRUE(ok.scope.all_sizes);
-  expect_all_refuted(pair, value_pass_mutants(pair[0].tgt, pair[0].app), o, 10);
+  expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
 }
 
 // The rewrite's own emitter, forced onto a nest it declines (moved-loop-not-in-target): the moved

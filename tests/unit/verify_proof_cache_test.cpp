@@ -16,6 +16,7 @@
 #include "core/text_parser.h"
 #include "exec/jit.h"
 #include "verify/engine.h"
+#include "verify/verdict_cache.h"
 #include "verify/proof_cache.h"
 
 namespace fp::verify {

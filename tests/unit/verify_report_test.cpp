@@ -13,6 +13,7 @@
 #include "core/diagnostic.h"
 #include "core/text_parser.h"
 #include "verify/engine.h"
+#include "verify/verdict_cache.h"
 #include "verify/progress.h"
 #include "verify/proof_cache.h"
 #include "verify/report.h"

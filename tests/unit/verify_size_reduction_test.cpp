@@ -14,7 +14,7 @@
 #include "core/npy.h"
 #include "core/text_parser.h"
 #include "verify/engine.h"
-#include "verify/mutants.h"
+#include "rewrites/online_softmax/mutants.h"
 #include "verify/pair_check.h"
 #include "verify/size_reduction.h"
 #include "verify_fixtures.h"
@@ -72,7 +72,7 @@ TEST(VerifySizeReduction, AttentionMutantCaseIsSmallerAndReplays) {
   std::vector<Task> pair = tasks_of_shape(attention_tasks(64, 16), "online-softmax.value-pass-hoist");
   ASSERT_EQ(pair.size(), 1u);
   Task t = pair[0];
-  t.tgt = mutant(value_pass_mutants(t.tgt, t.app), "inner-off-by-one").tgt;
+  t.tgt = mutant(osm::value_pass_mutants(t.tgt, t.app), "inner-off-by-one").tgt;
   Verdict v = discharge(t, options("value-pass"));
   ASSERT_EQ(v.kind, VerdictKind::Refuted) << v.message;
   ASSERT_TRUE(v.counterexample.has_value());
@@ -100,7 +100,7 @@ TEST(VerifySizeReduction, AttentionMutantCaseIsSmallerAndReplays) {
 TEST(VerifySizeReduction, NormalizerMutantCaseIsSmallerAndReplays) {
   std::vector<Task> pair = tasks_of_shape(attention_tasks(16, 4), "online-softmax.normalizer-scan");
   ASSERT_EQ(pair.size(), 2u);
-  const Routine bad = mutant(normalizer_scan_mutants(pair[0].tgt), "rescale-dropped").tgt;
+  const Routine bad = mutant(osm::normalizer_scan_mutants(pair[0].tgt), "rescale-dropped").tgt;
   int refuted = 0;
   for (Task t : pair) {
     t.tgt = bad;
@@ -250,8 +250,8 @@ TEST(VerifySizeReduction, DISABLED_MutantSurvey) {
     for (const char* shape : {"online-softmax.normalizer-scan", "online-softmax.value-pass-hoist"}) {
       std::vector<Task> pair = tasks_of_shape(tasks, shape);
       std::vector<Mutant> ms = std::string(shape) == "online-softmax.normalizer-scan"
-                                   ? normalizer_scan_mutants(pair[0].tgt)
-                                   : value_pass_mutants(pair[0].tgt, pair[0].app);
+                                   ? osm::normalizer_scan_mutants(pair[0].tgt)
+                                   : osm::value_pass_mutants(pair[0].tgt, pair[0].app);
       for (const auto& m : ms) {
         for (Task t : pair) {
           t.tgt = m.tgt;

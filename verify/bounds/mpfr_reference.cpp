@@ -194,7 +194,7 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
   }
 
   Config cfg;
-  cfg.online_softmax = true;
+  cfg.set("online_softmax", "true");
   TierOptions only;
   only.only = {"online-softmax.normalizer-scan"};
   std::vector<FamilyStats> fam(kFamilyCount);

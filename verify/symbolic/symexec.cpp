@@ -22,14 +22,6 @@ std::int64_t flat_cell(const std::vector<std::int64_t>& dims, const std::vector<
 
 namespace {
 
-void flatten(const StmtP& s, std::vector<StmtP>& out) {
-  if (s->kind == StmtKind::Seq) {
-    for (const auto& b : s->body) flatten(b, out);
-  } else {
-    out.push_back(s);
-  }
-}
-
 struct Local {
   std::string_view name;
   Prec prec;
@@ -236,12 +228,6 @@ class Executor {
 };
 
 }  // namespace
-
-std::vector<StmtP> top_level_statements(const Routine& r) {
-  std::vector<StmtP> out;
-  if (r.body) flatten(r.body, out);
-  return out;
-}
 
 SymMemory symexec(const Routine& r, TermStore& store, const SymexecOptions& options) {
   Executor ex(r, store);

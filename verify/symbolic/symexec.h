@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/ir.h"
+#include "core/ir_visit.h"
 #include "verify/symbolic/term.h"
 
 namespace fp::verify {
@@ -35,9 +36,6 @@ struct SymexecOptions {
 
 SymMemory symexec(const Routine& r, TermStore& store, const SymexecOptions& options = {});
 
-// The routine's top-level statements, nested top-level sequences looked through (the positions
-// rewrites/ records in Application::statements, 1-based there).
-std::vector<StmtP> top_level_statements(const Routine& r);
 
 // The row-major flat cell of `idx` (concrete values) in a node of dims `dims`.
 std::int64_t flat_cell(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& idx);

@@ -1,11 +1,11 @@
-#include "verify/mutants.h"
+#include "rewrites/online_softmax/mutants.h"
 
 #include <functional>
 
 #include "core/diagnostic.h"
-#include "verify/symbolic/symexec.h"
+#include "core/ir_visit.h"
 
-namespace fp::verify {
+namespace fp::osm {
 
 namespace {
 
@@ -368,4 +368,4 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
   return out;
 }
 
-}  // namespace fp::verify
+}  // namespace fp::osm

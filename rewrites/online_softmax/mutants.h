@@ -1,0 +1,22 @@
+#pragma once
+// The online-softmax shapes' mutants (rewrites/mutant.h): planted bugs of their targets, declared
+// by the member (online_softmax.cpp) for verify's soundness tests and the fuzzing campaigns.
+
+#include <string>
+#include <vector>
+
+#include "core/ir.h"
+#include "rewrites/application.h"
+#include "rewrites/mutant.h"
+
+namespace fp::osm {
+
+// Mutants of an online-softmax.normalizer-scan target (the routine with the scan). Needs a scan
+// over at least 2 keys and f32 or f16/bf16 scores (state f32).
+std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt);
+
+// Mutants of an online-softmax.value-pass-hoist target; `app` is the application (its statement
+// position locates the hoisted nest).
+std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& app);
+
+}  // namespace fp::osm

@@ -1,0 +1,69 @@
+#pragma once
+// Verification strategies (checkers), registered by id. A member names one for each claim its
+// shapes make (ClaimSpec::checker, rewrites/member.h); the engine looks the claim's checker up here
+// and names no member, shape or claim itself. An obligation whose claim or checker is not
+// registered ends unknown (unsupported construct), never proved.
+//
+// The product's checkers (verify/checkers/, listed one line each in checkers.cpp):
+//   bitwise                             every covered cell bitwise equal (pair_check.h)
+//   relative                            a hand-written bounded:REL pair (pair_check.h)
+//   all-sizes-lift.loop-permutation     loops moved inside a reduction keep every cell's
+//                                       summation order, for every extent (value_pass_lift.h),
+//                                       plus the bitwise check at the routine's sizes
+//   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
+//                                       composed sum: recurrence proof, certified bound,
+//                                       downstream bounds (normalizer_check.h, docs/bounds.md)
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verify/downstream_bounds.h"
+#include "verify/engine.h"
+#include "verify/pair_check.h"
+
+namespace fp::verify {
+
+struct Checker {
+  std::string id;
+  std::string description;  // one line
+  // Decides `t` into `v` (already filled with the task's identity and limits): kind, reason,
+  // message, steps, scope, and the bound or counterexample.
+  std::function<void(Verdict& v, const Task& t, const EngineOptions& o)> discharge;
+  // Bounded claims: the per-output certified plan of an obligation on `src` (what diff compares
+  // with and the differential checks), or nullopt with `why` when the bound has no certified form.
+  std::function<std::optional<DownstreamPlan>(const Routine& src, const Application& app, const Obligation& ob,
+                                              double exp_ulp, std::string* why)>
+      plan;
+  // Bounded claims: the relative tolerance of a stand-in comparison, for outputs the claim
+  // reaches without a certified bound (never a proof: its violation is unknown, not mismatch).
+  std::function<double(const Obligation& ob, double exp_ulp)> stand_in_tolerance;
+};
+
+const Checker* find_checker(const std::string& id);
+std::vector<std::string> checker_ids();
+
+// The checker an obligation is discharged by: the hand pair's (bitwise or relative), else the one
+// its shape declares for its claim. nullptr, with `why`, when none is declared or registered.
+const Checker* checker_for(const Task& t, std::string* why);
+
+// Registers `c` for the object's lifetime (tests); its id must be new.
+class ScopedCheckerRegistration {
+ public:
+  explicit ScopedCheckerRegistration(Checker c);
+  ~ScopedCheckerRegistration();
+  ScopedCheckerRegistration(const ScopedCheckerRegistration&) = delete;
+  ScopedCheckerRegistration& operator=(const ScopedCheckerRegistration&) = delete;
+
+ private:
+  std::string id_;
+};
+
+// What the checkers share.
+std::vector<std::string> covered_nodes(const Task& t);
+// Where a task's solver queries are dumped (--dump-smt), "" for nowhere.
+std::string dump_prefix(const Task& t, const EngineOptions& o);
+PairCheckOptions pair_check_options(const Task& t, const EngineOptions& o);
+
+}  // namespace fp::verify

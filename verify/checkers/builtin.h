@@ -1,0 +1,13 @@
+#pragma once
+// The product's checkers (verify/checkers.h lists what each decides).
+
+#include "verify/checkers.h"
+
+namespace fp::verify {
+
+Checker bitwise_checker();
+Checker relative_checker();
+Checker loop_permutation_lift_checker();
+Checker online_normalizer_bound_checker();
+
+}  // namespace fp::verify

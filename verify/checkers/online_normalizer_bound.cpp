@@ -1,0 +1,70 @@
+// `certified-bound.online-normalizer`: an online (running max, rescaled running sum) recurrence
+// against the composed max-then-sum: the target's row computation is proved to be the recurrence
+// over the source's chain, the bound formula (docs/bounds.md) is certified at the obligation's
+// (storage, state, n) by Z3 over the reals and MPFR rows, and the interpreter differential checks
+// the normalizer and everything downstream within their propagated bounds
+// (verify/normalizer_check.h, verify/downstream_bounds.h).
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "verify/bounds/bound_formula.h"
+#include "verify/case_attach.h"
+#include "verify/checkers/builtin.h"
+#include "verify/normalizer_check.h"
+#include "verify/verdict_cache.h"
+
+namespace fp::verify {
+
+namespace {
+
+void certify(Verdict& v, const Task& t, const EngineOptions& o) {
+  if (!t.obligation.bound) {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::Unsupported;
+    v.message = fmt::format("no certifier for the bounded claim {} of {}: it records no bound terms",
+                            t.obligation.claim, t.shape);
+    return;
+  }
+  ProofCache cache = engine_cache(o);
+  BoundedCheck bc = check_normalizer_sum(t.src, t.tgt, t.app, t.obligation, o.limits,
+                                         o.use_cache ? &cache : nullptr, dump_prefix(t, o));
+  v.kind = bc.kind;
+  v.reason = bc.reason;
+  v.message = bc.message;
+  v.steps.insert(v.steps.end(), bc.steps.begin(), bc.steps.end());
+  v.scope = Scope{false, bc.scope + fmt::format("; the bound formula holds for every n (docs/bounds.md), certified "
+                                                "for n = {} by MPFR rows and n <= {} over the reals",
+                                                bc.bound.n, o.limits.real_n)};
+  v.bound = bc.bound;
+  if (bc.kind == VerdictKind::Refuted && bc.counterexample)
+    attach_case(v, t, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));
+}
+
+// The normalizer's certified REL carried through P = e / l and Σ P·v, or, where the formula has
+// no certified form, 8·(n + 2)·u_state + 4·u_storage.
+double stand_in(const Obligation& ob, double exp_ulp) {
+  const BoundTerms b = ob.bound.value_or(BoundTerms{});
+  const NormalizerBound nb = normalizer_bound(b.storage, b.state, b.terms, exp_ulp);
+  if (!nb.defined)
+    return 8.0 * static_cast<double>(b.terms + 2) * unit_roundoff(b.state) + 4.0 * unit_roundoff(b.storage);
+  const double rp = quotient_perturbation(0.0, nb.rel, b.storage);
+  return std::max(nb.rel, dot_perturbation(rp, b.terms, b.storage));
+}
+
+}  // namespace
+
+Checker online_normalizer_bound_checker() {
+  Checker c;
+  c.id = "certified-bound.online-normalizer";
+  c.description =
+      "an online (max, rescaled sum) recurrence within the certified bound of the composed sum, and its "
+      "downstream nodes within their propagated bounds";
+  c.discharge = certify;
+  c.plan = plan_for_obligation;
+  c.stand_in_tolerance = stand_in;
+  return c;
+}
+
+}  // namespace fp::verify

@@ -1,0 +1,39 @@
+#pragma once
+// What each output of a `flashproof diff --rewrite` is compared with (docs/executors.md):
+//  - outputs no bounded claim reaches: bitwise;
+//  - outputs with a certified bound — the plan the claim's checker derives (verify/checkers.h,
+//    Checker::plan; for the online normalizer: the normalizer within its certified REL relative
+//    to |l|, the probabilities relative to |P|, the value contraction relative to Σ|P·v| per cell,
+//    verify/downstream_bounds.h): that bound, computed per cell from the original run instrumented
+//    with Σ|P·v|;
+//  - outputs downstream of a bounded claim without a certified bound (a second layer fed by a
+//    perturbed output, gradients): the checker's stand-in relative tolerance, whose violation makes
+//    the verdict unknown, never mismatch.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/ir.h"
+#include "rewrites/tier.h"
+#include "verify/compare.h"
+
+namespace fp::verify {
+
+struct RewriteDiffPlan {
+  // The original routine with the certified plans' Σ|w·v| nodes added as outputs (values of the
+  // original's own nodes unchanged): what the first executor runs.
+  Routine source;
+  std::map<std::string, NodeCheck> certified;  // output -> its certified check
+  std::map<std::string, std::string> statements;       // output -> the certified statement
+  std::set<std::string> stand_in;                      // outputs compared with the stand-in
+  double stand_in_bound = 0;
+  std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
+};
+
+RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
+
+RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
+
+}  // namespace fp::verify

@@ -1,0 +1,73 @@
+// Discharging one task (verify/engine.h): its checker (verify/checkers.h) under the obligation's
+// wall-clock budget.
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/deadline.h"
+#include "verify/checkers.h"
+#include "verify/engine.h"
+#include "verify/smt/smt.h"
+
+namespace fp::verify {
+
+namespace {
+
+double elapsed(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void fill_common(Verdict& v, const Task& t, const EngineOptions& o) {
+  v.id = t.id;
+  v.member = t.member;
+  v.rewrite = t.shape;
+  v.claim = t.obligation.claim;
+  v.claimed = t.obligation.kind;
+  v.description = t.obligation.description;
+  v.covers = t.obligation.covers;
+  v.file = t.file;
+  v.line = t.app.lines.empty() ? 0 : t.app.lines[0];
+  v.solver = SolverInfo{"z3", smt::solver_version()};
+  v.limits = o.limits;
+  v.repro = t.repro;
+}
+
+// The obligation's work into `v` (filled in by fill_common), under the deadline discharge installs.
+void discharge_into(Verdict& v, const Task& t, const EngineOptions& o) {
+  std::string why;
+  if (const Checker* checker = checker_for(t, &why)) {
+    checker->discharge(v, t, o);
+  } else {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::Unsupported;
+    v.message = why;
+  }
+  if (!v.proved() && v.scope.text.empty()) v.scope = Scope{false, concrete_scope(t.src)};
+}
+}  // namespace
+
+Verdict discharge(const Task& t, const EngineOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Verdict v;
+  fill_common(v, t, o);
+  try {
+    ScopedDeadline budget(o.limits.budget_s,
+                          fmt::format("the obligation's wall-clock budget ({:g} s, --budget)", o.limits.budget_s));
+    discharge_into(v, t, o);
+  } catch (const DeadlineExceeded& e) {
+    // The steps so far stay: they say how far the obligation got.
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::ResourceLimit;
+    v.decided_by_clock = true;
+    v.bound.reset();
+    v.counterexample.reset();
+    v.message = fmt::format("{}: no verdict", e.text());
+    v.steps.push_back(v.message);
+    v.scope = Scope{false, concrete_scope(t.src)};
+  }
+  v.seconds = elapsed(t0);
+  return v;
+}
+
+}  // namespace fp::verify

@@ -1,0 +1,158 @@
+#include "verify/task.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/diagnostic.h"
+#include "core/ir_visit.h"
+#include "verify/error_bound.h"
+
+namespace fp::verify {
+
+namespace {
+
+// `src` with only `app`'s statements rewritten as in `all` (the round's target with every sibling
+// application of the shape). Aligns the two top-level statement lists: a statement the member
+// left alone is the very same pointer (rewrites' rebuild keeps them); an application's anchor
+// (its first statement) is replaced in place; its other statements are either kept (same pointer)
+// or deleted. nullopt when the lists do not align that way.
+std::optional<Routine> isolate(const Routine& src, const Routine& all,
+                               const std::vector<const Application*>& siblings, const Application& app) {
+  std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(all);
+  std::set<std::size_t> anchors, touched;
+  for (const Application* a : siblings) {
+    if (a->statements.empty()) return std::nullopt;
+    anchors.insert(static_cast<std::size_t>(a->statements[0] - 1));
+    for (int p : a->statements) touched.insert(static_cast<std::size_t>(p - 1));
+  }
+  std::map<std::size_t, StmtP> replaced;
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    if (j < T.size() && S[i] == T[j]) {
+      ++j;
+      continue;
+    }
+    if (!touched.count(i)) return std::nullopt;
+    if (anchors.count(i)) {
+      if (j >= T.size()) return std::nullopt;
+      replaced[i] = T[j++];
+    }
+  }
+  if (j != T.size()) return std::nullopt;
+  std::set<std::size_t> mine;
+  for (int p : app.statements) mine.insert(static_cast<std::size_t>(p - 1));
+  std::vector<StmtP> out;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    if (!mine.count(i)) {
+      out.push_back(S[i]);
+    } else if (auto it = replaced.find(i); it != replaced.end()) {
+      out.push_back(it->second);
+    } else {
+      bool kept = std::find(T.begin(), T.end(), S[i]) != T.end();
+      if (kept) out.push_back(S[i]);
+    }
+  }
+  Routine r = src;
+  r.body = seq(std::move(out));
+  return r;
+}
+
+bool same_application(const Application& a, const Application& b) {
+  return a.shape == b.shape && a.statements == b.statements && a.matched == b.matched;
+}
+
+}  // namespace
+
+std::optional<double> parse_claim(const std::string& claim) {
+  if (claim == "exact") return std::nullopt;
+  const std::string prefix = "bounded:";
+  if (claim.rfind(prefix, 0) == 0) {
+    // Rounded down: the checks never allow more than the decimal the user wrote.
+    const std::optional<double> rel = parse_decimal_rounded_down(claim.substr(prefix.size()));
+    if (rel && std::isfinite(*rel) && *rel > 0) return rel;
+  }
+  throw UserError(
+      kExitUsage, "", 0, 0,
+      fmt::format("--claim expects 'exact' or 'bounded:REL' with REL a positive number, found '{}'", claim));
+}
+
+TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options,
+                     const std::string& file, const std::string& repro_base) {
+  TierTasks tt;
+  tt.result = run_tier(r, config, options);
+  std::map<std::pair<int, std::string>, Routine> targets;
+  int k = 0;
+  for (const Application& app : tt.result.applications) {
+    ++k;
+    const Routine& src = tt.result.round_input(r, app.round, app.member);
+    auto key = std::make_pair(app.round, app.shape);
+    if (!targets.count(key)) {
+      const Member* m = find_member(app.member);
+      FP_INTERNAL_CHECK(m != nullptr, "application of unknown member {}", app.member);
+      MemberContext ctx;
+      ctx.config = &config;
+      ctx.round = app.round;
+      const std::string shape = app.shape;
+      ctx.shape_enabled = [shape](const std::string& id) { return id == shape; };
+      MemberOutput out = m->apply(src, ctx);
+      bool found = false;
+      for (const auto& a : out.applications) found = found || same_application(a, app);
+      FP_INTERNAL_CHECK(found,
+                        "re-running {} alone in round {} does not reproduce the application at statement {}",
+                        app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
+      targets.emplace(key, std::move(out.routine));
+    }
+    // Isolate this application: the source with only its statements rewritten, so that each pair
+    // differs by one application (the others are their own obligations) and a bounded change in
+    // one layer does not reach another layer's obligation through the data.
+    Routine tgt = targets.at(key);
+    {
+      std::vector<const Application*> siblings;
+      for (const auto& a : tt.result.applications)
+        if (a.round == app.round && a.shape == app.shape) siblings.push_back(&a);
+      if (auto iso = isolate(src, tgt, siblings, app)) tgt = std::move(*iso);
+    }
+    for (const Obligation& ob : app.obligations) {
+      Task t;
+      t.id = fmt::format("{}.{}", k, ob.claim);
+      t.member = app.member;
+      t.shape = app.shape;
+      t.app = app;
+      t.obligation = ob;
+      t.src = src;
+      t.tgt = tgt;
+      t.file = file;
+      t.repro = repro_base + " --obligation " + t.id;
+      tt.tasks.push_back(std::move(t));
+    }
+  }
+  return tt;
+}
+
+Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file,
+               const std::string& repro) {
+  Task t;
+  t.id = "pair";
+  t.rel = parse_claim(claim);
+  t.hand_pair = true;
+  t.obligation.kind = t.rel ? ObligationKind::Bounded : ObligationKind::Exact;
+  t.obligation.claim = claim;
+  t.obligation.description =
+      t.rel ? fmt::format(
+                  "every output of the target is within {} relative of the source's, NaN exactly where the "
+                  "source has NaN",
+                  *t.rel)
+            : "every output of the target is bitwise equal to the source's";
+  for (const Node* n : src.outputs()) t.obligation.covers.push_back(Cover{n->name, n->name + "[all cells]"});
+  t.src = std::move(src);
+  t.tgt = std::move(tgt);
+  t.file = file;
+  t.repro = repro;
+  return t;
+}
+
+}  // namespace fp::verify

@@ -1,0 +1,49 @@
+#pragma once
+// Verification tasks: one per obligation of the tier's applications on a routine (tier_tasks), or
+// one for a hand-written pair (pair_task).
+//
+// Every obligation is discharged on its own (source, target) pair: the source is the routine at
+// the start of the application's tier round, the target the same routine after that round's
+// member ran with only the application's shape enabled, with the application isolated (only its
+// own statements rewritten). An exact claim proved on such a pair is a statement-level
+// equivalence, so it composes with the other shapes' rewrites; a bounded claim is certified on the
+// pair it is about.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrites/tier.h"
+
+namespace fp::verify {
+
+struct Task {
+  std::string id;      // "1.normalizer-sum", or "pair"
+  std::string member;  // "" for a hand-written pair
+  std::string shape;
+  Application app;
+  Obligation obligation;
+  Routine src, tgt;
+  std::optional<double> rel;  // hand-written bounded:REL
+  bool hand_pair = false;
+  std::string file;
+  std::string repro;
+};
+
+// The tier's applications on `r`, one task per obligation, in application order. `repro_base`
+// is the command that reproduces the run; each task's repro adds `--obligation ID`.
+struct TierTasks {
+  RewriteResult result;
+  std::vector<Task> tasks;
+};
+TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options,
+                     const std::string& file, const std::string& repro_base);
+
+// A hand-written pair: claim "exact" or "bounded:REL" (REL a positive number). Throws
+// UserError(64) for a malformed claim.
+Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file,
+               const std::string& repro);
+// Parses "bounded:REL": nullopt for "exact".
+std::optional<double> parse_claim(const std::string& claim);
+
+}  // namespace fp::verify
