@@ -89,10 +89,10 @@ RunMemory trials_memory(const std::vector<verify::Task>& tasks, int jobs) {
 
 int replay(const VerifyOptions& o) {
   Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
-  preflight_memory(
-      combine({estimate_run_memory(src, "interp", {}), estimate_run_memory(tgt, "interp", {}, true)},
-              "the replay: source and target on the interpreter, every node as f64 cells"),
-      o.max_memory, o.tgt);
+  preflight_memory(parallel_pairs_memory({{&src, &tgt}}, "interp", 1,
+                                         "the replay: source and target on the interpreter, every node as "
+                                         "f64 cells"),
+                   o.max_memory, o.tgt);
   std::optional<double> rel = verify::parse_claim(o.claim);
   std::vector<std::string> nodes;
   for (const Node* n : src.outputs()) nodes.push_back(n->name);
