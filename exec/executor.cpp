@@ -41,14 +41,24 @@ std::unique_ptr<Executor> make_interp_executor(const ExecOptions& opts) {
   return std::make_unique<InterpExecutor>(opts);
 }
 
+const std::vector<ExecutorEntry>& executor_registry() {
+  static const std::vector<ExecutorEntry> entries = {
+      {"interp", "the reference interpreter", make_interp_executor},
+      {"c", "compiled C", make_c_executor},
+      {"cuda", "CUDA on the GPU", make_cuda_executor},
+  };
+  return entries;
+}
+
 std::vector<std::string> executor_names() {
-  return {"interp", "c", "cuda"};
+  std::vector<std::string> names;
+  for (const ExecutorEntry& e : executor_registry()) names.push_back(e.name);
+  return names;
 }
 
 std::unique_ptr<Executor> make_executor(const std::string& name, const ExecOptions& opts) {
-  if (name == "interp") return make_interp_executor(opts);
-  if (name == "c") return make_c_executor(opts);
-  if (name == "cuda") return make_cuda_executor(opts);
+  for (const ExecutorEntry& e : executor_registry())
+    if (name == e.name) return e.make(opts);
   throw UserError(kExitUsage, "", 0, 0,
                   fmt::format("unknown executor '{}' (known: {})", name, fmt::join(executor_names(), ", ")));
 }

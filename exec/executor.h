@@ -95,15 +95,27 @@ class Executor {
   virtual std::unique_ptr<CompiledProgram> compile(const Routine& r) = 0;
 };
 
-// The registered executors: "interp", "c", "cuda".
-std::vector<std::string> executor_names();
-// Throws UserError(kExitUsage) naming an unknown executor and the known ones.
-std::unique_ptr<Executor> make_executor(const std::string& name, const ExecOptions& opts = {});
-
 // The individual executors (exec/*_executor.cpp).
 std::unique_ptr<Executor> make_interp_executor(const ExecOptions& opts);
 std::unique_ptr<Executor> make_c_executor(const ExecOptions& opts);
 std::unique_ptr<Executor> make_cuda_executor(const ExecOptions& opts);
+
+// One registered executor. The registry is the only list of executors: make_executor, the
+// command line's --executor choices and its help texts all read it, so a new executor is one
+// entry here.
+struct ExecutorEntry {
+  const char* name;         // "interp", "c", "cuda"
+  const char* description;  // a few words for help texts: "the reference interpreter"
+  std::unique_ptr<Executor> (*make)(const ExecOptions& opts);
+};
+// In the order help texts list them (the reference first). Every entry is present whether or not
+// it can run here (available() says that).
+const std::vector<ExecutorEntry>& executor_registry();
+
+// The registered executors' names: "interp", "c", "cuda".
+std::vector<std::string> executor_names();
+// Throws UserError(kExitUsage) naming an unknown executor and the known ones.
+std::unique_ptr<Executor> make_executor(const std::string& name, const ExecOptions& opts = {});
 
 // Throws UserError 69 "executor 'cuda' is unavailable: <reason>" unless `ex` is available: the
 // command line was right, the machine lacks what it asks for (every subcommand exits 69 for it).

@@ -106,6 +106,18 @@ RunMemory combine(std::vector<RunMemory> parts, std::string basis) {
   return m;
 }
 
+RunMemory parallel_pairs_memory(const std::vector<std::pair<const Routine*, const Routine*>>& pairs,
+                                const std::string& executor, int jobs, std::string basis) {
+  std::vector<RunMemory> each;
+  for (const auto& [src, tgt] : pairs)
+    each.push_back(combine(
+        {estimate_run_memory(*src, executor, {}), estimate_run_memory(*tgt, executor, {}, true)}, ""));
+  std::sort(each.begin(), each.end(),
+            [](const RunMemory& a, const RunMemory& b) { return a.bytes > b.bytes; });
+  each.resize(std::min<std::size_t>(each.size(), static_cast<std::size_t>(std::max(jobs, 1))));
+  return combine(std::move(each), std::move(basis));
+}
+
 void check_run_memory(const RunMemory& need, const MemoryLimit& limit, const std::string& what) {
   if (!limit.bytes || need.bytes <= *limit.bytes) return;
   std::vector<std::string> named;

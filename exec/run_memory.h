@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ir.h"
@@ -46,6 +47,11 @@ RunMemory estimate_run_memory(const Routine& r, const std::string& executor, con
 // Several runs alive at once (diff's two executors; verify's source and target, in parallel jobs):
 // the bytes add up, the buffers are merged.
 RunMemory combine(std::vector<RunMemory> parts, std::string basis);
+
+// Source-target pairs run side by side on `executor`, `jobs` pairs at once, each pair sharing one
+// input set (verify's trials): the biggest `jobs` pairs, at worst, combined under `basis`.
+RunMemory parallel_pairs_memory(const std::vector<std::pair<const Routine*, const Routine*>>& pairs,
+                                const std::string& executor, int jobs, std::string basis);
 
 // Throws UserError(kExitUnavailable) naming `what` (the file), the estimate, the limit and
 // where it came from, and the three biggest buffers, when the estimate exceeds the limit.

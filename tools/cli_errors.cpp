@@ -7,6 +7,7 @@
 
 #include "core/diagnostic.h"
 #include "core/diagnostic_render.h"
+#include "tools/shared_options.h"
 #include "tools/suggest.h"
 
 namespace fp::cli {
@@ -23,6 +24,14 @@ CLI::App* selected_subcommand(CLI::App& app) {
   }
 }
 
+// "cache info" for a nested subcommand: the words a user types after "flashproof".
+std::string command_path(const CLI::App& sub) {
+  std::string path = sub.get_name();
+  for (const CLI::App* p = sub.get_parent(); p && p->get_parent(); p = p->get_parent())
+    path = p->get_name() + " " + path;
+  return path;
+}
+
 bool looks_like_number(const std::string& s) {
   char* end = nullptr;
   std::strtod(s.c_str(), &end);
@@ -33,9 +42,12 @@ bool looks_like_option(const std::string& s) {
   return s.size() > 1 && s[0] == '-' && !looks_like_number(s);
 }
 
+// The options to suggest: a hidden one or a deprecated spelling (tools/shared_options.h) is never
+// offered, only its replacement.
 std::vector<std::string> option_names(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::Option* o : app.get_options()) {
+    if (o->get_group().empty() || o->get_group() == kDeprecatedGroup) continue;
     for (const auto& l : o->get_lnames()) names.push_back("--" + l);
     for (const auto& s : o->get_snames()) names.push_back("-" + s);
   }
@@ -69,10 +81,10 @@ std::string unexpected_arguments(CLI::App& app, CLI::App* sub, const std::string
   for (const auto& word : extras) {
     if (!looks_like_option(word)) continue;
     const std::string name = word.substr(0, word.find('='));
-    return fmt::format("unknown option '{}' for '{}'{}", name, sub->get_name(),
+    return fmt::format("unknown option '{}' for '{}'{}", name, command_path(*sub),
                        did_you_mean(name, option_names(*sub)));
   }
-  return fmt::format("unexpected argument{} for '{}': {}", extras.size() == 1 ? "" : "s", sub->get_name(),
+  return fmt::format("unexpected argument{} for '{}': {}", extras.size() == 1 ? "" : "s", command_path(*sub),
                      CLI::detail::join(extras, " "));
 }
 
@@ -90,7 +102,8 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
   else if (no_command)
     message = fmt::format("no command given; one of: {}", CLI::detail::join(subcommand_names(app), ", "));
   print_diagnostic(DiagnosticText{Severity::Error, "", 0, 0, message});
-  const std::string help = sub ? fmt::format("flashproof {} --help", sub->get_name()) : "flashproof --help";
+  const std::string help =
+      sub ? fmt::format("flashproof {} --help", command_path(*sub)) : "flashproof --help";
   print_diagnostic(DiagnosticText{Severity::Note, "", 0, 0,
                                   fmt::format("run '{}' for the {}", help, sub ? "options" : "commands")});
   return kExitUsage;

@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "frontend/attention.h"
 #include "core/diagnostic.h"
+#include "frontend/attention.h"
 #include "tools/command.h"
 #include "tools/option_checks.h"
 #include "tools/routine_io.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 namespace {
@@ -62,7 +64,7 @@ void setup_attention(CLI::App& app) {
   sub->add_option("--layers", s.layers, "Number of stacked attention layers")
       ->transform(integer_in(1, kMaxAttentionLayers))
       ->capture_default_str();
-  sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  add_output_option(*sub, opt->output, "the routine");
   sub->callback([opt, sub] {
     AttentionSpec spec = opt->spec;
     if (sub->count("--scale") > 0) spec.scale = opt->scale;

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
-#include "frontend/attention.h"
 #include "core/diagnostic.h"
 #include "core/interpreter_program.h"
 #include "core/memory_report.h"
@@ -24,12 +23,16 @@
 #include "exec/c_executor.h"
 #include "exec/cpu_peak.h"
 #include "exec/executor.h"
+#include "exec/interleaved_timing.h"
 #include "exec/jit.h"
+#include "frontend/attention.h"
+#include "pipeline/prepared_program.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
-#include "tools/memory_preflight.h"
 #include "tools/option_checks.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 namespace {
@@ -42,6 +45,7 @@ struct BenchOptions {
   std::string seqs = "512,1024,2048,4096";
   std::int64_t d = 64;
   int repeats = 5;
+  std::string output;
   std::string csv;
   std::string plot;
   std::string executor = "c";
@@ -82,12 +86,6 @@ std::vector<std::int64_t> parse_seqs(const std::string& s) {
   }
   if (out.empty()) throw UserError(kExitUsage, "", 0, 0, "--seq: no lengths given");
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string mib(std::int64_t bytes) {
@@ -163,20 +161,20 @@ void bench_attention(const BenchOptions& o) {
                     fmt::format("bench: unknown benchmark '{}' (known: attention)", o.what));
   const std::vector<std::int64_t> seqs = parse_seqs(o.seqs);
   Config cfg = o.config.resolve();
-  ExecOptions eo;
-  eo.threads = o.threads;
-  eo.placement.max_inline_reduction = cfg.max_inline_reduction();
-  eo.source_name = "attention";
+  const ExecOptions eo = exec_options(cfg, "attention", o.threads);
   auto ex = make_executor(o.executor, eo);
   require_available(*ex);
 
   const Config rewrite_cfg = with_every_gate_on(cfg);
+  const auto rewrite = [&](const Routine& composed) {
+    return prepare_program(composed, rewrite_cfg).routine;
+  };
 
   // Every length is checked before the first one runs: each holds both forms' programs, the
   // interpreter's when timed, and one input set.
   for (std::int64_t seq : seqs) {
     const Routine composed = build_attention(bench_spec(o, seq));
-    const Routine rewritten = run_tier(composed, rewrite_cfg).routine;
+    const Routine rewritten = rewrite(composed);
     std::vector<RunMemory> parts{estimate_run_memory(composed, o.executor, eo.placement),
                                  estimate_run_memory(rewritten, o.executor, eo.placement, true)};
     if (seq <= o.interp_max_seq) parts.push_back(estimate_run_memory(composed, "interp", eo.placement, true));
@@ -197,40 +195,26 @@ void bench_attention(const BenchOptions& o) {
   std::vector<Row> rows;
   for (std::int64_t seq : seqs) {
     Routine composed = build_attention(bench_spec(o, seq));
-    Routine rewritten = run_tier(composed, rewrite_cfg).routine;
+    Routine rewritten = rewrite(composed);
     const Routine* forms[2] = {&composed, &rewritten};
     const char* names[2] = {"composed", "rewritten"};
     std::unique_ptr<CompiledProgram> progs[2];
     for (int f = 0; f < 2; ++f) progs[f] = ex->compile(*forms[f]);
     TensorMap in = random_inputs(composed, o.seed);
-    std::vector<double> times[2];
-    std::int64_t measured[2] = {-1, -1};
-    for (int f = 0; f < 2; ++f) progs[f]->run(in);  // warm-up (page faults, thread pool)
-    for (int rep = 0; rep < o.repeats; ++rep) {
-      // Interleaved, alternating which form goes first, so drift hits both alike.
-      for (int k = 0; k < 2; ++k) {
-        const int f = (rep % 2 == 0) ? k : 1 - k;
-        const auto t0 = std::chrono::steady_clock::now();
-        progs[f]->run(in);
-        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const RunStats st = progs[f]->last_stats();
-        times[f].push_back(st.compute_seconds >= 0 ? st.compute_seconds : wall);
-        measured[f] = st.peak_bytes;
-      }
-    }
+    const std::vector<ProgramTimes> times = time_interleaved({progs[0].get(), progs[1].get()}, in, o.repeats);
     for (int f = 0; f < 2; ++f) {
       Row r;
       r.seq = seq;
       r.form = names[f];
-      r.median_s = median(times[f]);
-      r.min_s = *std::min_element(times[f].begin(), times[f].end());
+      r.median_s = times[f].median();
+      r.min_s = times[f].min();
       r.gflops = 4.0 * static_cast<double>(seq) * static_cast<double>(seq) * static_cast<double>(o.d) /
                  r.median_s / 1e9;
       r.peak_fraction = peak_gflops > 0 ? r.gflops / peak_gflops : 0;
       const MemoryReport m = memory_report(place(*forms[f], eo.placement).routine);
       r.report_peak = m.peak_bytes;
       r.square_buffers = m.square_buffers;
-      r.measured_peak = measured[f];
+      r.measured_peak = times[f].peak_bytes;
       if (seq <= o.interp_max_seq) {
         CompiledRoutine interp(*forms[f]);
         const auto t0 = std::chrono::steady_clock::now();
@@ -288,7 +272,7 @@ void bench_attention(const BenchOptions& o) {
     if (!o.csv.empty()) fmt::print("wrote {}\n", o.csv);
     if (!o.plot.empty()) write_plot(csv_path, o.plot);
   }
-  fmt::print("{}", table);
+  write_text_output(o.output, table);
 }
 
 void setup_bench(CLI::App& app) {
@@ -302,9 +286,10 @@ void setup_bench(CLI::App& app) {
   sub->add_option("--repeats", o->repeats, "Timed runs per form and length (the median is reported)")
       ->transform(integer_in(1, kMaxRepeats))
       ->capture_default_str();
+  add_output_option(*sub, o->output, "the table");
   sub->add_option("--csv", o->csv, "Write the rows as CSV");
   sub->add_option("--plot", o->plot, "Write a PNG plot (needs python3 with matplotlib; skipped otherwise)");
-  sub->add_option("--executor", o->executor, "Executor: c or cuda")->capture_default_str();
+  add_executor_option(*sub, "--executor", o->executor, "Executor");
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)")
       ->transform(thread_count());
   sub->add_option("--mask", o->mask, "Mask: none, causal, prefix:N, padding:N")->capture_default_str();
@@ -312,9 +297,7 @@ void setup_bench(CLI::App& app) {
                   "Also time the interpreter once at lengths up to this (0: never)")
       ->transform(integer_in<std::int64_t>(0, kMaxAttentionSize))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Input seed")
-      ->transform(any_integer<std::uint64_t>())
-      ->capture_default_str();
+  add_seed_option(*sub, o->seed, "the random inputs")->capture_default_str();
   add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_reporting_executor_failures("bench", [&] { bench_attention(*o); }); });

@@ -1,6 +1,6 @@
 // `flashproof cache info|clean`: what the two caches hold, and emptying them.
 //
-//   flashproof cache info  [--jit] [--proofs] [--format text|json]
+//   flashproof cache info  [--jit] [--proofs] [--format text|json] [-o FILE]
 //   flashproof cache clean [--jit] [--proofs]
 //
 // Both caches by default; --jit or --proofs selects one. The JIT cache (compiled C objects and
@@ -23,6 +23,8 @@
 #include "core/private_cache.h"
 #include "exec/jit.h"
 #include "tools/command.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
 #include "verify/proof_cache.h"
 
 namespace fp::cli {
@@ -31,6 +33,7 @@ namespace {
 struct CacheOptions {
   bool jit = false, proofs = false;
   std::string format = "text";
+  std::string output;
   std::string jit_dir, proof_dir;
 };
 
@@ -91,8 +94,6 @@ std::string key_status(const CacheAuthKey& k) {
 }
 
 void run_info(const CacheOptions& o) {
-  if (o.format != "text" && o.format != "json")
-    throw UserError(kExitUsage, "", 0, 0, fmt::format("--format expects text or json, found '{}'", o.format));
   const CacheAuthKey key = load_cache_auth_key(false);
   nlohmann::json caches = nlohmann::json::array();
   std::string text;
@@ -139,10 +140,9 @@ void run_info(const CacheOptions& o) {
          {{"path", key.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(key.path)},
           {"status", status},
           {"problem", key.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(key.problem)}}}};
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
-  } else {
-    std::fputs(text.c_str(), stdout);
+    text = out.dump(2) + "\n";
   }
+  write_text_output(o.output, text);
 }
 
 void run_clean(const CacheOptions& o) {
@@ -175,7 +175,8 @@ void setup_cache(CLI::App& app) {
   CLI::App* info = sub->add_subcommand(
       "info", "Each cache's path, entries, bytes, size limit and stale temporaries, and the key's status");
   add_selection(*info, *o);
-  info->add_option("--format", o->format, "Report format: text or json");
+  add_format_option(*info, o->format, {"text", "json"});
+  add_output_option(*info, o->output, "the report");
   info->callback([o] { run_info(*o); });
   CLI::App* clean = sub->add_subcommand(
       "clean", "Remove every cache entry and every temporary older than an hour (both caches by default)");

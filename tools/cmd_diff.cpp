@@ -19,20 +19,21 @@
 
 #include "core/atomic_directory.h"
 #include "core/diagnostic.h"
-#include "core/executable_path.h"
 #include "core/diagnostic_render.h"
+#include "core/executable_path.h"
 #include "core/npy.h"
 #include "exec/differential.h"
 #include "exec/executor.h"
 #include "flashproof/version.h"
+#include "pipeline/prepared_program.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/diff_report.h"
-#include "tools/memory_preflight.h"
 #include "tools/option_checks.h"
 #include "tools/routine_io.h"
-#include "tools/tier_runner.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 namespace {
@@ -42,9 +43,10 @@ struct DiffOptions {
   std::string a = "interp";
   std::string b = "c";
   bool rewrite = false;
-  std::optional<std::uint64_t> seed;
+  std::uint64_t seed = 1;
   std::vector<std::string> inputs;  // NAME=PATH
   std::string format = "text";
+  std::string output;
   std::string case_dir;
   std::string fail_on = "unknown";
   int threads = 0;
@@ -70,17 +72,15 @@ void write_tensors(AtomicDirectory& dir, const std::string& sub, const TensorMap
 }
 
 void run_diff(const DiffOptions& o) {
-  if (o.format != "text" && o.format != "json" && o.format != "jsonl" && o.format != "junit" &&
-      o.format != "sarif")
-    throw UserError(
-        kExitUsage, "", 0, 0,
-        fmt::format("--format: expected text, json, jsonl, junit or sarif, found '{}'", o.format));
-  if (o.fail_on != "unknown" && o.fail_on != "refuted")
-    throw UserError(kExitUsage, "", 0, 0,
-                    fmt::format("--fail-on: expected unknown or refuted, found '{}'", o.fail_on));
   const Config cfg = o.config.resolve();
   const Routine original = load_checked_routine(o.file);
-  Routine second = original;
+  // The second run's program: with --rewrite the tier's (re-checked) output, else FILE itself.
+  PrepareOptions po;
+  po.source_name = o.file;
+  po.threads = o.threads;
+  po.rewrite = o.rewrite;
+  const PreparedProgram prepared = prepare_program(original, cfg, po);
+  const Routine& second = prepared.routine;
   DiffReport rep;
   rep.file = o.file;
   rep.executor_a = o.a;
@@ -88,38 +88,31 @@ void run_diff(const DiffOptions& o) {
   rep.rewrite = o.rewrite;
   rep.command = command_line();
   std::optional<verify::RewriteDiffPlan> plan;
-  if (o.rewrite) {
-    std::optional<RewriteResult> res = run_tier_checked(original, cfg, {});
-    if (!res) return;
-    second = res->routine;
-    for (const Application& app : res->applications)
+  if (prepared.tier) {
+    const RewriteResult& res = *prepared.tier;
+    for (const Application& app : res.applications)
       for (const Obligation& ob : app.obligations) {
         rep.claims.push_back(fmt::format("{} {}: {}", app.shape, ob.claim, obligation_kind_name(ob.kind)));
       }
-    if (res->applications.empty())
+    if (res.applications.empty())
       rep.claims.push_back(
           fmt::format("none: the tier changed nothing (its gates are off? e.g. {})", every_gate_setting()));
-    plan = verify::plan_rewrite_diff(original, *res);
+    plan = verify::plan_rewrite_diff(original, res);
     rep.notes = plan->notes;
   }
   // Both runs share the inputs and the first one's outputs live on while the second runs: the
   // estimates add up. Checked before the inputs or any buffer exist.
-  const PlacementConfig placement{cfg.max_inline_reduction()};
+  const PlacementConfig& placement = prepared.exec.placement;
   preflight_memory(combine({estimate_run_memory(plan ? plan->source : original, o.a, placement),
                             estimate_run_memory(second, o.b, placement, true)},
                            fmt::format("{} then {}, the first one's outputs kept", o.a, o.b)),
                    o.max_memory, o.file);
-  const std::uint64_t seed = o.seed.value_or(1);
-  const TensorMap in = load_inputs(original, o.inputs, seed);
-  rep.inputs = o.inputs.empty() ? fmt::format("seed {}", seed)
-                                : fmt::format("seed {} with {} from files", seed, o.inputs.size());
+  const TensorMap in = load_inputs(original, o.inputs, o.seed);
+  rep.inputs = o.inputs.empty() ? fmt::format("seed {}", o.seed)
+                                : fmt::format("seed {} with {} from files", o.seed, o.inputs.size());
 
-  ExecOptions eo;
-  eo.source_name = o.file;
-  eo.threads = o.threads;
-  eo.placement.max_inline_reduction = cfg.max_inline_reduction();
-  auto ea = make_executor(o.a, eo);
-  auto eb = make_executor(o.b, eo);
+  auto ea = make_executor(o.a, prepared.exec);
+  auto eb = make_executor(o.b, prepared.exec);
   for (const Executor* e : {ea.get(), eb.get()}) {
     const Availability av = e->available();
     if (!av) {
@@ -128,8 +121,7 @@ void run_diff(const DiffOptions& o) {
       // never ran must not pass as one that found nothing.
       rep.verdict = "unknown";
       rep.message = fmt::format("executor '{}' is unavailable: {}", e->name(), av.reason);
-      std::fputs(render_diff_report(rep, o.format).c_str(), stdout);
-      std::fflush(stdout);
+      write_text_output(o.output, render_diff_report(rep, o.format));
       print_diagnostic(DiagnosticText{Severity::Error, "", 0, 0, rep.message});
       set_exit_code(kExitUnavailable);
       return;
@@ -178,8 +170,8 @@ void run_diff(const DiffOptions& o) {
     // staged and renamed into place so that it is complete or absent.
     rep.case_dir = fresh_case_dir(o.case_dir);
     AtomicDirectory case_dir(rep.case_dir);
-    case_dir.write_file("original.fp", routine_file_text(original, seed));
-    if (o.rewrite) case_dir.write_file("rewritten.fp", routine_file_text(second, seed));
+    case_dir.write_file("original.fp", routine_file_text(original, o.seed));
+    if (o.rewrite) case_dir.write_file("rewritten.fp", routine_file_text(second, o.seed));
     write_tensors(case_dir, "inputs", in);
     write_tensors(case_dir, o.a + "-outputs", out_a);
     write_tensors(case_dir, o.b + "-outputs" + (o.a == o.b ? "-2" : ""), out_b);
@@ -206,7 +198,7 @@ void run_diff(const DiffOptions& o) {
     case_dir.commit();
     rep.replay = rep.case_dir + "/replay.sh";
   }
-  std::fputs(render_diff_report(rep, o.format).c_str(), stdout);
+  write_text_output(o.output, render_diff_report(rep, o.format));
   set_exit_code(diff_exit_code(rep, o.fail_on == "unknown"));
 }
 
@@ -216,20 +208,19 @@ void setup_diff(CLI::App& app) {
                                  "rewrite) on two executors, every output cell compared");
   auto o = std::make_shared<DiffOptions>();
   sub->add_option("file", o->file, "Routine (.fp)")->required();
-  sub->add_option("--executor", o->a, "First executor: interp, c or cuda")->capture_default_str();
-  sub->add_option("--vs", o->b, "Second executor: interp, c or cuda")->capture_default_str();
+  add_executor_option(*sub, "--executor", o->a, "First executor");
+  add_executor_option(*sub, "--vs", o->b, "Second executor");
   sub->add_flag(
       "--rewrite", o->rewrite,
       "Run the original on the first executor and the tier's rewrite (per --profile/--set) on the second");
-  sub->add_option("--seed", o->seed, "Draw the inputs from this seed (default 1)")
-      ->transform(any_integer<std::uint64_t>());
+  add_seed_option(*sub, o->seed, "the random inputs: every input --input does not bind is drawn from it")
+      ->capture_default_str();
   sub->add_option("--input", o->inputs, "Bind an input from a file: NAME=PATH.npy (repeatable)");
-  sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif")
-      ->capture_default_str();
-  sub->add_option("--case-dir", o->case_dir,
-                  "Where to write the case on a mismatch (default ./flashproof-diff-case)");
-  sub->add_option("--fail-on", o->fail_on, "unknown (exit 2 when a comparison cannot be made) or refuted")
-      ->capture_default_str();
+  add_format_option(*sub, o->format, report_formats());
+  add_output_option(*sub, o->output, "the report");
+  add_case_dir_option(*sub, o->case_dir,
+                      "the replayable case on a mismatch (default ./flashproof-diff-case[-N])");
+  add_fail_on_option(*sub, o->fail_on);
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)")
       ->transform(thread_count());
   add_max_memory_option(*sub, o->max_memory);

@@ -13,6 +13,8 @@
 #include "frontend/te_parser.h"
 #include "tools/command.h"
 #include "tools/routine_io.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 namespace {
@@ -56,7 +58,7 @@ void setup_lower(CLI::App& app) {
       "Lower a tensor-expression file (.te, see docs/frontend.md) to the loop IR: one nest per assignment, "
       "a zeroing or -inf fill before each reduction; with 'grad'/'loss' lines, the training step");
   sub->add_option("FILE", opt->input, "Tensor-expression source file ('-' reads standard input)")->required();
-  sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  add_output_option(*sub, opt->output, "the routine");
   sub->add_flag("--differentiable-max", opt->differentiable_max,
                 "Differentiate max reductions (grad_x += grad_m * eq(x, m)); default: a max is a constant");
   sub->callback([opt] {

@@ -1,6 +1,8 @@
 // `flashproof print FILE`: parse, check and print a routine in canonical text form.
 #include "tools/command.h"
 #include "tools/routine_io.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 namespace {
@@ -10,7 +12,7 @@ void setup_print(CLI::App& app) {
   auto file = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   sub->add_option("file", *file, "Routine to print ('-' for standard input)")->required();
-  sub->add_option("-o,--output", *out, "Write here instead of standard output");
+  add_output_option(*sub, *out, "the routine");
   sub->callback([file, out] { write_text_output(*out, routine_file_text(load_checked_routine(*file))); });
 }
 

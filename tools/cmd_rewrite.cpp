@@ -5,14 +5,15 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/checker.h"
-#include "core/diagnostic.h"
 #include "core/text_printer.h"
+#include "pipeline/checked_tier.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
 #include "tools/routine_io.h"
-#include "tools/tier_runner.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
+#include "tools/tier_options.h"
 
 namespace fp::cli {
 namespace {
@@ -32,9 +33,7 @@ void run_rewrite(const RewriteOptions& o) {
   TierOptions tier = o.tier;
   tier.explain = o.explain;
   warn_gated_off_selections(config, tier);
-  std::optional<RewriteResult> result = run_tier_checked(r, config, tier);
-  if (!result) return;
-  const RewriteResult& res = *result;
+  const RewriteResult res = run_tier_checked(r, config, tier);
   if (o.print_after_all)
     for (const auto& s : res.rounds)
       std::fprintf(stderr, "# ---- after round %d, member %s (%s) ----\n%s", s.round, s.member.c_str(),
@@ -53,11 +52,8 @@ void setup_rewrite(CLI::App& app) {
                 "standard error");
   sub->add_flag("--print-after-all", opt->print_after_all,
                 "Print the routine after each member's application in each round to standard error");
-  sub->add_option("--only", opt->tier.only,
-                  "Apply only this member or shape (repeatable), a member or shape id of list-rewrites; config "
-                  "gates still apply");
-  sub->add_option("--disable", opt->tier.disable, "Do not apply this member or shape (repeatable)");
-  sub->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  add_tier_options(*sub, opt->tier);
+  add_output_option(*sub, opt->output, "the rewritten routine");
   add_config_options(*sub, opt->config);
   sub->callback([opt] { run_rewrite(*opt); });
 }

@@ -27,13 +27,16 @@
 #include "core/input_validation.h"
 #include "core/interpreter.h"
 #include "core/npy.h"
+#include "exec/run_memory.h"
+#include "pipeline/checked_tier.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
-#include "tools/memory_preflight.h"
 #include "tools/option_checks.h"
 #include "tools/routine_io.h"
-#include "tools/tier_runner.h"
+#include "tools/shared_options.h"
+#include "tools/standard_output.h"
+#include "tools/tier_options.h"
 #include "verify/compare.h"
 #include "verify/engine.h"
 #include "verify/pair_check.h"
@@ -72,12 +75,24 @@ struct VerifyOptions {
   ConfigOptions config;
 };
 
+// What the interpreter trials hold at once: each task runs its source and target on one input set,
+// and `jobs` tasks run in parallel (the biggest ones, at worst).
+RunMemory trials_memory(const std::vector<verify::Task>& tasks, int jobs) {
+  std::vector<std::pair<const Routine*, const Routine*>> pairs;
+  for (const verify::Task& t : tasks) pairs.emplace_back(&t.src, &t.tgt);
+  return parallel_pairs_memory(
+      pairs, "interp", jobs,
+      fmt::format("verify's interpreter trials: source and target of {} obligation{} "
+                  "at once, every node as f64 cells",
+                  std::max(jobs, 1), jobs > 1 ? "s" : ""));
+}
+
 int replay(const VerifyOptions& o) {
   Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
-  preflight_memory(
-      combine({estimate_run_memory(src, "interp", {}), estimate_run_memory(tgt, "interp", {}, true)},
-              "the replay: source and target on the interpreter, every node as f64 cells"),
-      o.max_memory, o.tgt);
+  preflight_memory(parallel_pairs_memory({{&src, &tgt}}, "interp", 1,
+                                         "the replay: source and target on the interpreter, every node as "
+                                         "f64 cells"),
+                   o.max_memory, o.tgt);
   std::optional<double> rel = verify::parse_claim(o.claim);
   std::vector<std::string> nodes;
   for (const Node* n : src.outputs()) nodes.push_back(n->name);
@@ -118,18 +133,8 @@ void run_verify(VerifyOptions& o) {
     set_exit_code(replay(o));
     return;
   }
-  if (o.format != "text" && o.format != "json" && o.format != "jsonl" && o.format != "junit" &&
-      o.format != "sarif")
-    throw UserError(kExitUsage, "", 0, 0,
-                    fmt::format("--format expects text, json, jsonl, junit or sarif, found '{}'", o.format));
-  verify::FailOn fail_on;
-  if (o.fail_on == "unknown")
-    fail_on = verify::FailOn::Unknown;
-  else if (o.fail_on == "refuted")
-    fail_on = verify::FailOn::Refuted;
-  else
-    throw UserError(kExitUsage, "", 0, 0,
-                    fmt::format("--fail-on expects refuted or unknown, found '{}'", o.fail_on));
+  // --fail-on's value is one of its set (tools/shared_options.h).
+  const verify::FailOn fail_on = o.fail_on == "refuted" ? verify::FailOn::Refuted : verify::FailOn::Unknown;
   o.engine.run_budget_s = o.run_budget_s;
   const verify::CacheMode cache_mode = verify::resolve_cache_mode(o.cache_mode, o.no_cache);
   o.engine.use_cache = cache_mode != verify::CacheMode::Off;
@@ -150,16 +155,10 @@ void run_verify(VerifyOptions& o) {
     warn_gated_off_selections(config, o.tier);
     ctx.input = o.file;
     ctx.config = describe_config(config);
-    std::string base = command_line();
-    verify::TierTasks tt;
-    try {
-      tt = verify::tier_tasks(r, config, o.tier, o.file, base);
-    } catch (const TierDidNotConverge& e) {
-      std::fprintf(stderr, "flashproof: internal error: %s\nreproduce with: %s\n", e.what(),
-                   command_line().c_str());
-      set_exit_code(kExitInternal);
-      return;
-    }
+    // The tier's output is checked as `run` checks it (pipeline/checked_tier.h): a malformed one,
+    // like a tier that does not converge, is a bug reported with the command that reproduces it.
+    verify::TierTasks tt = verify::tier_tasks(r, config, o.tier, o.file, command_line());
+    check_tier_output(tt.result);
     tasks = std::move(tt.tasks);
     for (const auto& n : tt.result.notes) ctx.notes.push_back(n);
     if (!o.obligations.empty()) {
@@ -184,7 +183,7 @@ void run_verify(VerifyOptions& o) {
   }
   // The interpreter trials allocate every node: a program too big for the machine is refused here,
   // before the first obligation, rather than after minutes of work.
-  preflight_memory(verify_run_memory(tasks, o.engine.jobs), o.max_memory, pair_mode ? o.tgt : o.file);
+  preflight_memory(trials_memory(tasks, o.engine.jobs), o.max_memory, pair_mode ? o.tgt : o.file);
   std::unique_ptr<verify::Progress> progress;
   if (!o.no_progress && !tasks.empty()) {
     progress = std::make_unique<verify::Progress>(static_cast<int>(tasks.size()),
@@ -213,12 +212,10 @@ void setup_verify(CLI::App& app) {
       "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");
   sub->add_option("--obligation", o->obligations,
                   "Discharge only this obligation id (repeatable), as the report lists it: APPLICATION.CLAIM");
-  sub->add_option("--only", o->tier.only, "Apply only this member or shape (repeatable)");
-  sub->add_option("--disable", o->tier.disable, "Do not apply this member or shape (repeatable)");
-  sub->add_option("--format", o->format, "Report format: text, json, jsonl, junit or sarif");
-  sub->add_option("-o,--output", o->output, "Write the report here (default: standard output)");
-  sub->add_option("--fail-on", o->fail_on,
-                  "Exit non-zero on: refuted, or unknown (the default: CI fails on unknown too)");
+  add_tier_options(*sub, o->tier);
+  add_format_option(*sub, o->format, report_formats());
+  add_output_option(*sub, o->output, "the report");
+  add_fail_on_option(*sub, o->fail_on);
   sub->add_option("--timeout", o->engine.limits.timeout_s,
                   "Wall-clock backstop per solver query, seconds (default 60)")
       ->transform(seconds());
@@ -243,10 +240,13 @@ void setup_verify(CLI::App& app) {
                   "Proof cache use: use (answer from it, store new verdicts), refresh (recompute everything, "
                   "store it) or off (default $FLASHPROOF_PROOF_CACHE, else use)");
   sub->add_flag("--no-cache", o->no_cache, "Neither read nor write the proof cache (--cache=off)");
-  sub->add_option("--cex-dir", o->engine.cex_dir,
-                  "Where counterexample cases are written (default flashproof-cex)");
-  sub->add_option("--seed", o->engine.limits.seed, "Seed of every random choice (default 1)")
-      ->transform(any_integer<std::uint64_t>());
+  CLI::Option* case_dir = add_case_dir_option(*sub, o->engine.cex_dir,
+                                              "counterexample cases, one directory per refuted obligation "
+                                              "(default flashproof-cex)");
+  add_deprecated_alias(*sub, "--cex-dir", case_dir, o->engine.cex_dir);
+  add_seed_option(*sub, o->engine.limits.seed,
+                  "every random choice: the counterexample search's inputs and the bound checks' rows "
+                  "(default 1)");
   sub->add_option("--max-terms", o->engine.limits.max_terms,
                   "Symbolic-execution term budget (default 4000000)")
       ->transform(integer_in<std::uint64_t>(1, kMaxTerms));

@@ -6,7 +6,6 @@
 #include <iterator>
 #include <sstream>
 
-#include "core/atomic_file.h"
 #include "core/checker.h"
 #include "core/diagnostic.h"
 #include "core/diagnostic_render.h"
@@ -16,7 +15,6 @@
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "tools/command.h"
-#include "tools/standard_output.h"
 
 namespace fp::cli {
 
@@ -36,13 +34,6 @@ Routine load_checked_routine(const std::string& path) {
   Routine r = load_routine(path);
   check_routine_or_throw(r, source_name(path));
   return r;
-}
-
-void write_text_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-")
-    write_standard_output(text);
-  else
-    write_file_atomically(path, text);
 }
 
 std::string routine_file_text(const Routine& r, std::optional<std::uint64_t> seed) {

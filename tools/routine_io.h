@@ -27,10 +27,6 @@ std::string source_name(const std::string& path);
 TensorMap load_inputs(const Routine& r, const std::vector<std::string>& specs,
                       std::optional<std::uint64_t> seed);
 
-// Writes `text` to `path` through an AtomicFile (whole or not at all; 73/74 naming the path on
-// failure), or to standard output when path is empty or "-" (74 when that write fails).
-void write_text_output(const std::string& path, const std::string& text);
-
 // The routine in the text format with the header comment for this invocation.
 std::string routine_file_text(const Routine& r, std::optional<std::uint64_t> seed = std::nullopt);
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/atomic_file.h"
 #include "core/diagnostic.h"
 
 namespace fp::cli {
@@ -28,6 +29,13 @@ void write_standard_output(std::string_view text) {
     const int err = errno;
     throw UserError(kExitIoError, kName, 0, 0, fmt::format("write failed: {}", describe(err)));
   }
+}
+
+void write_text_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-")
+    write_standard_output(text);
+  else
+    write_file_atomically(path, text);
 }
 
 std::optional<std::string> standard_output_failure() {

@@ -1,12 +1,17 @@
 #pragma once
-// Standard output is an output like any file: a report written there and lost (a full disk behind
-// a redirection, /dev/full, a closed descriptor) is exit 74 (EX_IOERR), never a silent 0.
+// Where a subcommand's report or routine goes: the file -o names, or standard output. Standard
+// output is an output like any file: a report written there and lost (a full disk behind a
+// redirection, /dev/full, a closed descriptor) is exit 74 (EX_IOERR), never a silent 0.
 
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace fp::cli {
+
+// Writes `text` to `path` through an AtomicFile (whole or not at all; 73/74 naming the path on
+// failure), or to standard output when path is empty or "-" (74 when that write fails).
+void write_text_output(const std::string& path, const std::string& text);
 
 // Writes `text` to standard output and flushes it; a failure is UserError 74 naming
 // "<standard output>".

@@ -10,14 +10,15 @@
 #include <cmath>
 #include <random>
 
-#include "frontend/attention.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "exec/executor.h"
+#include "exec/interleaved_timing.h"
 #include "exec/jit.h"
 #include "exec/numerics_text.h"
+#include "frontend/attention.h"
 
 namespace fp {
 namespace {
@@ -42,6 +43,51 @@ TEST(ExecExecutor, RegistryHasTheThreeExecutorsAndRejectsUnknownNames) {
     EXPECT_NE(std::string(e.what()).find("'fpga'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("interp, c, cuda"), std::string::npos);
   }
+}
+
+// The registry is the one list: names, descriptions (the command line's help texts) and factories.
+TEST(ExecExecutor, RegistryEntriesNameDescribeAndMakeTheirExecutor) {
+  std::vector<std::string> names;
+  for (const ExecutorEntry& e : executor_registry()) {
+    names.push_back(e.name);
+    EXPECT_FALSE(std::string(e.description).empty()) << e.name;
+    EXPECT_EQ(e.make(ExecOptions{})->name(), e.name);
+  }
+  EXPECT_EQ(names, executor_names());
+  EXPECT_EQ(names.front(), "interp");  // the reference is listed first
+}
+
+// A program that records the order it ran in and reports a fixed compute time.
+class RecordingProgram final : public CompiledProgram {
+ public:
+  RecordingProgram(int id, std::vector<int>& log, double seconds) : id_(id), log_(log), seconds_(seconds) {}
+  TensorMap run(const TensorMap&) override {
+    log_.push_back(id_);
+    return {};
+  }
+  RunStats last_stats() const override { return RunStats{100 + id_, seconds_}; }
+
+ private:
+  int id_;
+  std::vector<int>& log_;
+  double seconds_;
+};
+
+TEST(InterleavedTiming, WarmsUpThenRotatesTheOrderEachRoundAndUsesTheExecutorsTime) {
+  std::vector<int> log;
+  RecordingProgram a(0, log, 0.5), b(1, log, 0.25);
+  const std::vector<ProgramTimes> t = time_interleaved({&a, &b}, {}, 3);
+  EXPECT_EQ(log, (std::vector<int>{0, 1, /*round 0*/ 0, 1, /*round 1*/ 1, 0, /*round 2*/ 0, 1}));
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].seconds, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(t[1].median(), 0.25);
+  EXPECT_EQ(t[1].min(), 0.25);
+  EXPECT_EQ(t[0].peak_bytes, 100);
+  EXPECT_EQ(t[1].peak_bytes, 101);
+  ProgramTimes even;
+  even.seconds = {4, 1, 3, 2};
+  EXPECT_EQ(even.median(), 2.5);
+  EXPECT_EQ(even.min(), 1);
 }
 
 // Runs `f` and returns (exit code, message) of the UserError it throws.

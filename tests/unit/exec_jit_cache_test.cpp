@@ -226,8 +226,8 @@ TEST(ExecJitCache, RunWithAnotherRoutinesObjectPlantedStillWritesItsOwnOutputs) 
                    "for i in 0..1 { o[i] = mul.f32(x[i], x[i]) } }\n");
   std::string out;
   auto run = [&](const std::string& fp, const std::string& dir) {
-    return run_tool({"run", s / fp, "--executor", "c", "--random-inputs", "3", "--output-dir", s / dir, "-q"},
-                    jit, out);
+    return run_tool({"run", s / fp, "--executor", "c", "--seed", "3", "--output-dir", s / dir, "-q"}, jit,
+                    out);
   };
   ASSERT_EQ(run("a.fp", "a1"), 0) << out;
   const std::set<std::string> only_a = objects_in(jit);

@@ -63,10 +63,9 @@ class ExecTools : public ::testing::Test {
 
 TEST_F(ExecTools, RunWithTheCExecutorWritesTheInterpretersOutputs) {
   const std::string a = (dir_ / "interp").string(), b = (dir_ / "c").string();
-  ASSERT_EQ(tool({"run", attn_, "--random-inputs", "3", "--output-dir", a, "-q"}, env()).rc, 0);
+  ASSERT_EQ(tool({"run", attn_, "--seed", "3", "--output-dir", a, "-q"}, env()).rc, 0);
   ToolRun r = tool(
-      {"run", attn_, "--executor", "c", "--random-inputs", "3", "--output-dir", b, "-q", "--report-memory"},
-      env());
+      {"run", attn_, "--executor", "c", "--seed", "3", "--output-dir", b, "-q", "--report-memory"}, env());
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("measured peak"), std::string::npos) << r.out;
   const Tensor x = read_npy(a + "/o.npy"), y = read_npy(b + "/o.npy");
@@ -98,13 +97,13 @@ TEST_F(ExecTools, BadInputToRunAndDiffNamesTheInputAndItsExpectedShape) {
         r = tool({sub, attn_, "--executor", ex, "--input", "q=" + (dir_ / "q_ok.npy").string()}, env());
         EXPECT_EQ(r.rc, kExitMissingInput) << r.out;
         EXPECT_NE(r.out.find("missing input 'k' (expected f32[1,3,2,4]): bind it with --input k=PATH.npy, or "
-                             "draw every unbound input with --random-inputs SEED"),
+                             "draw every unbound input with --seed N"),
                   std::string::npos)
             << r.out;
       }
       std::vector<std::string> args = base;
       args.insert(args.end(), {"--input", "q=" + bad_shape});
-      if (sub == "run") args.insert(args.end(), {"--random-inputs", "1"});
+      if (sub == "run") args.insert(args.end(), {"--seed", "1"});
       ToolRun r = tool(args, env());
       EXPECT_EQ(r.rc, kExitMalformed) << r.out;
       // The message is located at the .npy file (it used to name only the routine).
@@ -114,7 +113,7 @@ TEST_F(ExecTools, BadInputToRunAndDiffNamesTheInputAndItsExpectedShape) {
           << r.out;
       args = base;
       args.insert(args.end(), {"--input", "q=" + bad_dtype});
-      if (sub == "run") args.insert(args.end(), {"--random-inputs", "1"});
+      if (sub == "run") args.insert(args.end(), {"--seed", "1"});
       r = tool(args, env());
       EXPECT_EQ(r.rc, kExitMalformed) << r.out;
       EXPECT_NE(r.out.find(bad_dtype + ": error: expected f32[1,5,2,4] (dtype '<f4', shape (1, 5, 2, 4)) for "
@@ -177,7 +176,7 @@ TEST_F(ExecTools, UnavailableExecutorIsExit69InRunAndDiff) {
   EXPECT_NE(r.out.find("executor 'cuda' is unavailable"), std::string::npos) << r.out;
   r = tool({"diff", attn_, "--vs", "cuda", "--fail-on", "refuted"}, env());
   EXPECT_EQ(r.rc, kExitUnavailable) << r.out;
-  r = tool({"run", attn_, "--executor", "cuda", "--random-inputs", "1"}, env());
+  r = tool({"run", attn_, "--executor", "cuda", "--seed", "1"}, env());
   EXPECT_EQ(r.rc, kExitUnavailable) << r.out;
 }
 

@@ -152,13 +152,13 @@ TEST_F(OutputFailure, StandardOutputToDevFullExits74NotZero) {
 }
 
 TEST_F(OutputFailure, RunOutputDirOnAFullDiskExits74Not64AndLeavesNoTruncatedNpy) {
-  ChildResult fine = run_flashproof({"run", attn_, "--random-inputs", "1", "--output-dir", ok("run"), "-q"});
+  ChildResult fine = run_flashproof({"run", attn_, "--seed", "1", "--output-dir", ok("run"), "-q"});
   ASSERT_EQ(fine.exit_code, 0) << fine.text();
   // Below even a .npy header (128 bytes): every file fails, the first one whichever it is.
   constexpr rlim_t kTiny = 100;
   ASSERT_GT(fs::file_size(ok("run/o.npy")), kTiny);
   const std::string d = out("run");
-  ChildResult r = run_flashproof({"run", attn_, "--random-inputs", "1", "--output-dir", d, "-q"},
+  ChildResult r = run_flashproof({"run", attn_, "--seed", "1", "--output-dir", d, "-q"},
                                  ChildLimits{kTiny, std::nullopt, ""});
   EXPECT_EQ(r.exit_code, kExitIoError) << r.text();
   EXPECT_NE(r.output.find(d + "/"), std::string::npos) << r.text();
@@ -176,7 +176,7 @@ TEST_F(OutputFailure, CounterexampleCaseOnAFullDiskExits74AndLeavesNoPartialCase
                                       kPairs + "negative-zero.tgt.fp",
                                       "--no-cache",
                                       "--no-progress",
-                                      "--cex-dir"};
+                                      "--case-dir"};
   auto with = [&](std::string d) {
     auto a = args;
     a.push_back(std::move(d));

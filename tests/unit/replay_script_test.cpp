@@ -39,9 +39,10 @@ class ReplayScript : public ::testing::Test {
   std::string write_case(const std::string& binary) {
     const std::string cex = (dir_ / "cex").string();
     std::string out;
-    const int rc = run_program({binary, "verify", "--src", kPairs + "negative-zero.src.fp", "--tgt",
-                                kPairs + "negative-zero.tgt.fp", "--no-cache", "--no-progress", "--cex-dir", cex},
-                               out);
+    const int rc =
+        run_program({binary, "verify", "--src", kPairs + "negative-zero.src.fp", "--tgt",
+                     kPairs + "negative-zero.tgt.fp", "--no-cache", "--no-progress", "--case-dir", cex},
+                    out);
     EXPECT_EQ(rc, kExitRefuted) << out;
     return cex + "/pair";
   }

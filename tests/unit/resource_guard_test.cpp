@@ -106,9 +106,9 @@ TEST(MemoryLimit, InterpreterEstimateCountsEveryNodeAsDoubles) {
 
 TEST_F(ResourceGuard, RunOfAMillionByMillionAttentionIsRefusedInsteadOfAbortingWithBadAlloc) {
   const std::string huge = huge_attention();
-  expect_refused({"run", huge, "--random-inputs", "1", "-q"}, "scores [1, 1000000, 1, 1000000]");
+  expect_refused({"run", huge, "--seed", "1", "-q"}, "scores [1, 1000000, 1, 1000000]");
   if (make_executor("c")->available())
-    expect_refused({"run", huge, "--random-inputs", "1", "-q", "--executor", "c"}, "");
+    expect_refused({"run", huge, "--seed", "1", "-q", "--executor", "c"}, "");
 }
 
 TEST_F(ResourceGuard, VerifyOfAMillionByMillionAttentionIsRefusedUpFrontNotAfterMinutes) {
@@ -127,10 +127,10 @@ TEST_F(ResourceGuard, DiffAndBenchOfAMillionByMillionAttentionAreRefused) {
 
 TEST_F(ResourceGuard, MaxMemoryFlagSetsTheLimit) {
   const std::string small = small_attention();
-  expect_refused({"run", small, "--random-inputs", "1", "-q", "--max-memory", "1K"}, "");
-  ChildResult r = run_flashproof({"run", small, "--random-inputs", "1", "-q", "--max-memory", "unlimited"});
+  expect_refused({"run", small, "--seed", "1", "-q", "--max-memory", "1K"}, "");
+  ChildResult r = run_flashproof({"run", small, "--seed", "1", "-q", "--max-memory", "unlimited"});
   EXPECT_EQ(r.exit_code, 0) << r.text();
-  r = run_flashproof({"run", small, "--random-inputs", "1", "-q", "--max-memory", "lots"});
+  r = run_flashproof({"run", small, "--seed", "1", "-q", "--max-memory", "lots"});
   EXPECT_EQ(r.exit_code, kExitUsage) << r.text();
 }
 
@@ -139,7 +139,7 @@ TEST_F(ResourceGuard, ExhaustedMemoryIsAnInternalErrorWithAMessageNotAnUncaughtB
     GTEST_SKIP() << "AddressSanitizer aborts on a failed allocation instead of throwing std::bad_alloc (and "
                     "reserves its shadow beyond any address-space limit): the plain build runs this test";
   const std::string huge = huge_attention();
-  ChildResult r = run_flashproof({"run", huge, "--random-inputs", "1", "-q", "--max-memory", "unlimited"},
+  ChildResult r = run_flashproof({"run", huge, "--seed", "1", "-q", "--max-memory", "unlimited"},
                                  ChildLimits{std::nullopt, rlim_t{2} << 30, ""});
   EXPECT_EQ(r.signal, 0) << r.text();
   EXPECT_EQ(r.exit_code, kExitInternal) << r.text();
@@ -174,8 +174,8 @@ TEST(CExecutorThreads, AHundredThousandThreadsAreRefusedInsteadOfCrashingInLibgo
 TEST_F(ResourceGuard, RunWithAHundredThousandThreadsDoesNotCrash) {
   const std::string small = small_attention();
   ChildResult r =
-      run_flashproof({"run", small, "--random-inputs", "1", "-q", "--executor", "c", "--threads", "100000"},
-                     {}, {{"FLASHPROOF_JIT_CACHE", (dir_ / "jit").string()}});
+      run_flashproof({"run", small, "--seed", "1", "-q", "--executor", "c", "--threads", "100000"}, {},
+                     {{"FLASHPROOF_JIT_CACHE", (dir_ / "jit").string()}});
   EXPECT_EQ(r.signal, 0) << r.text();
   EXPECT_TRUE(r.exit_code == kExitUsage || r.exit_code == kExitInternal) << r.text();
   EXPECT_NE(r.output.find("100000"), std::string::npos) << r.text();

@@ -36,7 +36,7 @@ class VerifyPairs(lit.formats.base.TestFormat):
         cex = test.getExecPath() + ".cex"
         os.makedirs(os.path.dirname(cex), exist_ok=True)
         cmd = [flashproof, "verify", "--src", src, "--tgt", tgt, "--claim", claim, "--no-cache", "--no-progress",
-               "--cex-dir", cex]
+               "--case-dir", cex]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         out = p.stdout + p.stderr
         want = 0 if verify else 1 if incorrect else 2

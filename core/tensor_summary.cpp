@@ -1,11 +1,12 @@
-#include "tools/tensor_summary.h"
+// Output-tensor summaries (core/tensor_summary.h).
+#include "core/tensor_summary.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 
-namespace fp::cli {
+namespace fp {
 
 namespace {
 struct Stats {
@@ -18,8 +19,10 @@ struct Stats {
 Stats stats_of(const Tensor& t) {
   Stats s;
   for (double v : t.data) {
-    if (std::isnan(v)) ++s.nan;
-    else if (std::isinf(v)) ++s.inf;
+    if (std::isnan(v))
+      ++s.nan;
+    else if (std::isinf(v))
+      ++s.inf;
     else {
       s.min = std::min(s.min, v);
       s.max = std::max(s.max, v);
@@ -45,4 +48,4 @@ std::string format_tensor_summaries(const TensorMap& tensors) {
   return out;
 }
 
-}  // namespace fp::cli
+}  // namespace fp
