@@ -21,7 +21,6 @@
 
 #include "core/interpreter.h"
 #include "core/ir.h"
-#include "exec/differential.h"
 #include "rewrites/tier.h"
 #include "verify/compare.h"
 
@@ -40,11 +39,6 @@ struct RewriteDiffPlan {
 
 RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
 
-// Compares one output with a certified check; `scale` is the Σ|w·v| tensor of a Scaled check.
-OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
-                                   const verify::NodeCheck& check, const Tensor* scale,
-                                   const std::string& statement);
-
 struct DiffReport {
   std::string file;
   std::string executor_a, executor_b;
@@ -55,7 +49,8 @@ struct DiffReport {
   // fails), "error".
   std::string verdict;
   std::string message;  // one sentence
-  std::vector<OutputComparison> outputs;
+  std::vector<verify::OutputComparison> outputs;  // run A is the source, run B the target
+  std::map<std::string, std::string> statements;  // certified output -> the bound it is held to
   std::vector<std::string> claims;  // "online-softmax.normalizer-scan normalizer-sum: bounded"
   std::vector<std::string> notes;  // the plan's notes
   std::string case_dir;  // written on mismatch
