@@ -13,7 +13,8 @@
 #include "core/access_census.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/downstream_bounds.h"
-#include "verify/report.h"
+#include "verify/junit.h"
+#include "verify/sarif.h"
 
 namespace fp::cli {
 
@@ -105,6 +106,69 @@ nlohmann::json output_json(const OutputComparison& c, const DiffReport& r) {
     j["first_mismatch"] = {
         {"cell", c.first->cell_text()}, {"a", c.first->src}, {"b", c.first->tgt}, {"why", c.first->why}};
   return j;
+}
+
+// Did the comparison not happen (an executor unavailable), with no stand-in output to say so?
+bool no_comparison(const DiffReport& r) {
+  if (r.verdict != "unknown" && r.verdict != "error") return false;
+  for (const auto& c : r.outputs)
+    if (!c.ok() && stand_in(c)) return false;
+  return true;
+}
+
+// One test case per output (a stand-in violation is an error, not a failure), and one error case
+// for a comparison that was not made.
+std::string diff_junit(const DiffReport& r) {
+  using verify::JUnitCase;
+  verify::JUnitReport j;
+  j.name = "flashproof diff";
+  j.suite = fmt::format("{} {} vs {}{}", r.file, r.executor_a, r.executor_b, r.rewrite ? " (rewrite)" : "");
+  auto add = [&](std::string classname, std::string name, JUnitCase::Outcome outcome, std::string message) {
+    JUnitCase& t = j.cases.emplace_back();
+    t.classname = std::move(classname);
+    t.name = std::move(name);
+    t.outcome = outcome;
+    t.message = std::move(message);
+  };
+  if (no_comparison(r)) add("diff", r.file, JUnitCase::Outcome::Error, r.message);
+  for (const auto& c : r.outputs) {
+    const std::string classname = fmt::format("diff.{}", verify::comparison_basis_name(c.check.kind));
+    if (c.ok())
+      add(classname, c.check.node, JUnitCase::Outcome::Passed, "");
+    else
+      add(classname, c.check.node, stand_in(c) ? JUnitCase::Outcome::Error : JUnitCase::Outcome::Failed,
+          fmt::format("{} at {}: {} vs {}", c.first->why, c.first->cell_text(), c.first->src, c.first->tgt));
+  }
+  return verify::junit_xml(j);
+}
+
+// One result per failing output (a stand-in violation is a warning), or one warning for a
+// comparison that was not made.
+std::string diff_sarif(const DiffReport& r) {
+  verify::SarifLog log;
+  log.rules = {{"diff.executors", "two executors disagree", ""},
+               {"diff.rewrite", "a rewrite changes an output beyond its claim", ""},
+               {"diff.unknown", "the comparison could not be made", ""}};
+  auto add = [&](std::string rule, std::string level, std::string message) {
+    verify::SarifResult& x = log.results.emplace_back();
+    x.rule_id = std::move(rule);
+    x.level = std::move(level);
+    x.message = std::move(message);
+    x.uri = r.file;
+  };
+  for (const auto& c : r.outputs) {
+    if (c.ok()) continue;
+    add(stand_in(c) ? "diff.unknown"
+        : r.rewrite ? "diff.rewrite"
+                    : "diff.executors",
+        stand_in(c) ? "warning" : "error",
+        fmt::format("output '{}' differs between {} and {} at {}: {} ({} vs {}); replay: {}", c.check.node,
+                    r.executor_a, r.executor_b, c.first->cell_text(), c.first->why, c.first->src,
+                    c.first->tgt, r.replay));
+  }
+  if ((r.verdict == "unknown" || r.verdict == "error") && r.outputs.empty())
+    add("diff.unknown", "warning", r.message);
+  return verify::sarif_json(log);
 }
 
 nlohmann::json report_json(const DiffReport& r) {
@@ -205,73 +269,8 @@ std::string render_diff_report(const DiffReport& r, const std::string& format) {
     s["record"] = "summary";
     return out + s.dump() + "\n";
   }
-  if (format == "junit") {
-    int failures = 0, stand_ins = 0;
-    for (const auto& c : r.outputs) {
-      failures += !c.ok() && !stand_in(c);
-      stand_ins += !c.ok() && stand_in(c);
-    }
-    const bool unknown = (r.verdict == "unknown" || r.verdict == "error") && stand_ins == 0;
-    std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    out += fmt::format("<testsuites name=\"flashproof diff\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       std::max<std::size_t>(r.outputs.size(), 1), failures, (unknown ? 1 : 0) + stand_ins);
-    out += fmt::format("  <testsuite name=\"{} {} vs {}{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       verify::xml_escape(r.file), verify::xml_escape(r.executor_a),
-                       verify::xml_escape(r.executor_b), r.rewrite ? " (rewrite)" : "",
-                       std::max<std::size_t>(r.outputs.size(), 1), failures, (unknown ? 1 : 0) + stand_ins);
-    if (unknown) {
-      out += fmt::format("    <testcase name=\"{}\" classname=\"diff\"><error message=\"{}\"/></testcase>\n",
-                         verify::xml_escape(r.file), verify::xml_escape(r.message));
-    }
-    for (const auto& c : r.outputs) {
-      out += fmt::format("    <testcase name=\"{}\" classname=\"diff.{}\">", verify::xml_escape(c.check.node),
-                         verify::comparison_basis_name(c.check.kind));
-      if (!c.ok())
-        out += fmt::format("<{} message=\"{} at {}: {} vs {}\"/>", stand_in(c) ? "error" : "failure",
-                           verify::xml_escape(c.first->why), verify::xml_escape(c.first->cell_text()),
-                           c.first->src, c.first->tgt);
-      out += "</testcase>\n";
-    }
-    out += "  </testsuite>\n</testsuites>\n";
-    return out;
-  }
-  if (format == "sarif") {
-    nlohmann::json results = nlohmann::json::array();
-    for (const auto& c : r.outputs) {
-      if (c.ok()) continue;
-      results.push_back(
-          {{"ruleId", stand_in(c) ? "diff.unknown"
-                      : r.rewrite ? "diff.rewrite"
-                                  : "diff.executors"},
-           {"level", stand_in(c) ? "warning" : "error"},
-           {"message",
-            {{"text", fmt::format("output '{}' differs between {} and {} at {}: {} ({} vs {}); replay: {}",
-                                  c.check.node, r.executor_a, r.executor_b, c.first->cell_text(),
-                                  c.first->why, c.first->src, c.first->tgt, r.replay)}}},
-           {"locations", {{{"physicalLocation", {{"artifactLocation", {{"uri", r.file}}}}}}}}});
-    }
-    if ((r.verdict == "unknown" || r.verdict == "error") && r.outputs.empty())
-      results.push_back({{"ruleId", "diff.unknown"},
-                         {"level", "warning"},
-                         {"message", {{"text", r.message}}},
-                         {"locations", {{{"physicalLocation", {{"artifactLocation", {{"uri", r.file}}}}}}}}});
-    nlohmann::json sarif = {
-        {"version", "2.1.0"},
-        {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-        {"runs",
-         {{{"tool",
-            {{"driver",
-              {{"name", "flashproof"},
-               {"version", FLASHPROOF_VERSION},
-               {"rules",
-                {{{"id", "diff.executors"}, {"shortDescription", {{"text", "two executors disagree"}}}},
-                 {{"id", "diff.rewrite"},
-                  {"shortDescription", {{"text", "a rewrite changes an output beyond its claim"}}}},
-                 {{"id", "diff.unknown"},
-                  {"shortDescription", {{"text", "the comparison could not be made"}}}}}}}}}},
-           {"results", results}}}}};
-    return sarif.dump(2) + "\n";
-  }
+  if (format == "junit") return diff_junit(r);
+  if (format == "sarif") return diff_sarif(r);
   // text
   std::string out =
       fmt::format("diff {}: {} vs {}{}, inputs {}\n", r.file, r.executor_a, r.executor_b,
