@@ -12,35 +12,30 @@
 namespace fp::verify {
 namespace {
 
+JUnitCase& add_case(JUnitReport& r, const std::string& name, JUnitCase::Outcome outcome,
+                    const std::string& message) {
+  JUnitCase& c = r.cases.emplace_back();
+  c.classname = "c";
+  c.name = name;
+  c.outcome = outcome;
+  c.message = message;
+  return c;
+}
+
 TEST(ReportWriters, JUnitCountsEscapesAndLaysOutEachOutcome) {
+  using Outcome = JUnitCase::Outcome;
   JUnitReport r;
   r.name = "flashproof test";
   r.suite = "a<b>.fp";
-  JUnitCase& passed = r.cases.emplace_back();
-  passed.classname = "c";
-  passed.name = "quiet";
-  JUnitCase& said = r.cases.emplace_back();
-  said.classname = "c";
-  said.name = "said";
+  add_case(r, "quiet", Outcome::Passed, "");
+  JUnitCase& said = add_case(r, "said", Outcome::Passed, "");
   said.seconds = 0.25;
   said.text = "exact & sound";
-  JUnitCase& failed = r.cases.emplace_back();
-  failed.classname = "c";
-  failed.name = "failed";
-  failed.outcome = JUnitCase::Outcome::Failed;
+  JUnitCase& failed = add_case(r, "failed", Outcome::Failed, "it's \"wrong\"");
   failed.type = "refuted";
-  failed.message = "it's \"wrong\"";
   failed.text = "line 1\nline 2";
-  JUnitCase& error = r.cases.emplace_back();
-  error.classname = "c";
-  error.name = "error";
-  error.outcome = JUnitCase::Outcome::Error;
-  error.message = "no comparison";
-  JUnitCase& skipped = r.cases.emplace_back();
-  skipped.classname = "c";
-  skipped.name = "skipped";
-  skipped.outcome = JUnitCase::Outcome::Skipped;
-  skipped.message = "unknown";
+  add_case(r, "error", Outcome::Error, "no comparison");
+  add_case(r, "skipped", Outcome::Skipped, "unknown");
   EXPECT_EQ(
       junit_xml(r),
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
