@@ -11,13 +11,21 @@
 
 namespace fp {
 
-std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat) {
+std::vector<std::int64_t> cell_index(const std::vector<std::int64_t>& dims, std::int64_t flat) {
   std::vector<std::int64_t> idx(dims.size());
   for (std::size_t k = dims.size(); k-- > 0;) {
     idx[k] = flat % dims[k];
     flat /= dims[k];
   }
-  return fmt::format("[{}]", fmt::join(idx, ","));
+  return idx;
+}
+
+std::string index_text(const std::vector<std::int64_t>& index) {
+  return fmt::format("[{}]", fmt::join(index, ","));
+}
+
+std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat) {
+  return index_text(cell_index(dims, flat));
 }
 
 std::string tensor_type_string(Prec p, const std::vector<std::int64_t>& dims) {

@@ -17,7 +17,11 @@ namespace fp {
 // "f32[2,4,1,8]"
 std::string tensor_type_string(Prec p, const std::vector<std::int64_t>& dims);
 
-// "[0,2,1,3]": the index of flat cell `flat` of a C-order tensor with `dims`.
+// The index of flat cell `flat` of a C-order tensor with `dims`.
+std::vector<std::int64_t> cell_index(const std::vector<std::int64_t>& dims, std::int64_t flat);
+// "[0,2,1,3]": a cell's index as messages write it.
+std::string index_text(const std::vector<std::int64_t>& index);
+// index_text(cell_index(dims, flat)).
 std::string cell_text(const std::vector<std::int64_t>& dims, std::int64_t flat);
 
 // Checks the tensor bound to input node `n` and returns it; throws UserError as described above.

@@ -22,7 +22,6 @@
 #include "core/diagnostic_render.h"
 #include "core/executable_path.h"
 #include "core/npy.h"
-#include "exec/differential.h"
 #include "exec/executor.h"
 #include "flashproof/version.h"
 #include "pipeline/prepared_program.h"
@@ -71,6 +70,20 @@ void write_tensors(AtomicDirectory& dir, const std::string& sub, const TensorMap
   }
 }
 
+// How output `node` is compared: bitwise, unless a --rewrite plan holds it to a certified check or
+// to the stand-in.
+verify::NodeCheck output_check(const std::optional<verify::RewriteDiffPlan>& plan, const std::string& node) {
+  if (plan)
+    if (auto it = plan->certified.find(node); it != plan->certified.end()) return it->second;
+  verify::NodeCheck check;
+  check.node = node;
+  if (plan && plan->stand_in.count(node)) {
+    check.kind = verify::NodeCheck::Kind::StandIn;
+    check.rel = plan->stand_in_bound;
+  }
+  return check;
+}
+
 void run_diff(const DiffOptions& o) {
   const Config cfg = o.config.resolve();
   const Routine original = load_checked_routine(o.file);
@@ -99,6 +112,7 @@ void run_diff(const DiffOptions& o) {
           fmt::format("none: the tier changed nothing (its gates are off? e.g. {})", every_gate_setting()));
     plan = verify::plan_rewrite_diff(original, res);
     rep.notes = plan->notes;
+    rep.statements = plan->statements;
   }
   // Both runs share the inputs and the first one's outputs live on while the second runs: the
   // estimates add up. Checked before the inputs or any buffer exist.
@@ -133,26 +147,9 @@ void run_diff(const DiffOptions& o) {
   const TensorMap out_b = eb->compile(second)->run(in);
   bool mismatch = false, outside_stand_in = false;
   for (const Node* n : second.outputs()) {
-    auto ia = out_a.find(n->name);
-    auto ib = out_b.find(n->name);
-    FP_INTERNAL_CHECK(ia != out_a.end() && ib != out_b.end(), "output '{}' missing from a run", n->name);
-    if (plan && plan->certified.count(n->name)) {
-      const verify::NodeCheck& check = plan->certified.at(n->name);
-      const Tensor* scale = nullptr;
-      if (check.kind == verify::NodeCheck::Kind::Scaled) {
-        auto is = out_a.find(check.scale_node);
-        FP_INTERNAL_CHECK(is != out_a.end(), "scale node '{}' missing from the first run", check.scale_node);
-        scale = &is->second;
-      }
-      rep.outputs.push_back(
-          compare_certified(n->name, ia->second, ib->second, check, scale, plan->statements.at(n->name)));
-    } else {
-      const bool stand_in = plan && plan->stand_in.count(n->name);
-      rep.outputs.push_back(
-          compare_output(n->name, ia->second, ib->second, stand_in ? plan->stand_in_bound : -1));
-    }
-    const OutputComparison& c = rep.outputs.back();
-    (c.basis == ComparisonBasis::StandIn ? outside_stand_in : mismatch) |= !c.ok;
+    const verify::OutputComparison& c =
+        rep.outputs.emplace_back(verify::compare_output(output_check(plan, n->name), out_a, out_b));
+    (c.check.kind == verify::NodeCheck::Kind::StandIn ? outside_stand_in : mismatch) |= !c.ok();
   }
   if (!mismatch && !outside_stand_in) {
     rep.verdict = "agree";
@@ -160,7 +157,7 @@ void run_diff(const DiffOptions& o) {
                               rep.outputs.size() == 1 ? "" : "s");
   } else {
     int bad = 0;
-    for (const auto& c : rep.outputs) bad += !c.ok;
+    for (const auto& c : rep.outputs) bad += !c.ok();
     rep.verdict = mismatch ? "mismatch" : "unknown";
     rep.message = mismatch ? fmt::format("{} of {} outputs differ", bad, rep.outputs.size())
                            : fmt::format("{} of {} outputs are outside the stand-in tolerance, which is not a "

@@ -10,39 +10,113 @@
 
 #include "core/diagnostic.h"
 #include "flashproof/version.h"
-#include "verify/report.h"
+#include "verify/junit.h"
+#include "verify/sarif.h"
 
 namespace fp::cli {
 
 namespace {
 
+using verify::NodeCheck;
+using verify::OutputComparison;
+
+bool stand_in(const OutputComparison& c) {
+  return c.check.kind == NodeCheck::Kind::StandIn;
+}
+bool certified(const OutputComparison& c) {
+  return c.check.kind == NodeCheck::Kind::Relative || c.check.kind == NodeCheck::Kind::Scaled;
+}
+
 // "agree", "mismatch" (a bitwise or certified comparison fails) or "outside-stand-in".
 const char* output_status(const OutputComparison& c) {
-  if (c.ok) return "agree";
-  return c.basis == ComparisonBasis::StandIn ? "outside-stand-in" : "mismatch";
+  if (c.ok()) return "agree";
+  return stand_in(c) ? "outside-stand-in" : "mismatch";
 }
 
-// The worst error as a fraction of what the comparison allows.
+// The worst error as a fraction of what the comparison allows; a cell with no finite fraction (a
+// NaN or an infinity on one side only) counts as 1, so that the report stays a number.
 double worst_fraction(const OutputComparison& c) {
-  if (c.basis == ComparisonBasis::Certified) return c.worst;
-  return c.bound > 0 ? c.worst / c.bound : 0;
+  return c.unbounded ? std::max(c.worst, 1.0) : c.worst;
 }
 
-nlohmann::json output_json(const OutputComparison& c) {
-  nlohmann::json j = {{"node", c.node},
-                      {"comparison", comparison_basis_name(c.basis)},
+nlohmann::json output_json(const OutputComparison& c, const DiffReport& r) {
+  nlohmann::json j = {{"node", c.check.node},
+                      {"comparison", verify::comparison_basis_name(c.check.kind)},
                       {"cells", c.cells},
                       {"mismatches", c.mismatches},
                       {"status", output_status(c)}};
-  if (c.basis != ComparisonBasis::Bitwise) {
-    j["bound"] = c.bound;
+  if (c.check.kind != NodeCheck::Kind::Bitwise) {
+    j["bound"] = c.check.rel;
     j["worst_fraction_of_bound"] = worst_fraction(c);
   }
-  if (c.basis == ComparisonBasis::Certified) j["statement"] = c.statement;
+  if (certified(c)) j["statement"] = r.statements.at(c.check.node);
   if (c.first)
     j["first_mismatch"] = {
-        {"cell", c.first->cell}, {"a", c.first->a}, {"b", c.first->b}, {"why", c.first->why}};
+        {"cell", c.first->cell_text()}, {"a", c.first->src}, {"b", c.first->tgt}, {"why", c.first->why}};
   return j;
+}
+
+// Did the comparison not happen (an executor unavailable), with no stand-in output to say so?
+bool no_comparison(const DiffReport& r) {
+  if (r.verdict != "unknown" && r.verdict != "error") return false;
+  for (const auto& c : r.outputs)
+    if (!c.ok() && stand_in(c)) return false;
+  return true;
+}
+
+// One test case per output (a stand-in violation is an error, not a failure), and one error case
+// for a comparison that was not made.
+std::string diff_junit(const DiffReport& r) {
+  using verify::JUnitCase;
+  verify::JUnitReport j;
+  j.name = "flashproof diff";
+  j.suite = fmt::format("{} {} vs {}{}", r.file, r.executor_a, r.executor_b, r.rewrite ? " (rewrite)" : "");
+  auto add = [&](std::string classname, std::string name, JUnitCase::Outcome outcome, std::string message) {
+    JUnitCase& t = j.cases.emplace_back();
+    t.classname = std::move(classname);
+    t.name = std::move(name);
+    t.outcome = outcome;
+    t.message = std::move(message);
+  };
+  if (no_comparison(r)) add("diff", r.file, JUnitCase::Outcome::Error, r.message);
+  for (const auto& c : r.outputs) {
+    const std::string classname = fmt::format("diff.{}", verify::comparison_basis_name(c.check.kind));
+    if (c.ok())
+      add(classname, c.check.node, JUnitCase::Outcome::Passed, "");
+    else
+      add(classname, c.check.node, stand_in(c) ? JUnitCase::Outcome::Error : JUnitCase::Outcome::Failed,
+          fmt::format("{} at {}: {} vs {}", c.first->why, c.first->cell_text(), c.first->src, c.first->tgt));
+  }
+  return verify::junit_xml(j);
+}
+
+// One result per failing output (a stand-in violation is a warning), or one warning for a
+// comparison that was not made.
+std::string diff_sarif(const DiffReport& r) {
+  verify::SarifLog log;
+  log.rules = {{"diff.executors", "two executors disagree", ""},
+               {"diff.rewrite", "a rewrite changes an output beyond its claim", ""},
+               {"diff.unknown", "the comparison could not be made", ""}};
+  auto add = [&](std::string rule, std::string level, std::string message) {
+    verify::SarifResult& x = log.results.emplace_back();
+    x.rule_id = std::move(rule);
+    x.level = std::move(level);
+    x.message = std::move(message);
+    x.uri = r.file;
+  };
+  for (const auto& c : r.outputs) {
+    if (c.ok()) continue;
+    add(stand_in(c) ? "diff.unknown"
+        : r.rewrite ? "diff.rewrite"
+                    : "diff.executors",
+        stand_in(c) ? "warning" : "error",
+        fmt::format("output '{}' differs between {} and {} at {}: {} ({} vs {}); replay: {}", c.check.node,
+                    r.executor_a, r.executor_b, c.first->cell_text(), c.first->why, c.first->src,
+                    c.first->tgt, r.replay));
+  }
+  if ((r.verdict == "unknown" || r.verdict == "error") && r.outputs.empty())
+    add("diff.unknown", "warning", r.message);
+  return verify::sarif_json(log);
 }
 
 nlohmann::json report_json(const DiffReport& r) {
@@ -59,7 +133,7 @@ nlohmann::json report_json(const DiffReport& r) {
                       {"claims", r.claims},
                       {"notes", r.notes}};
   nlohmann::json outs = nlohmann::json::array();
-  for (const auto& c : r.outputs) outs.push_back(output_json(c));
+  for (const auto& c : r.outputs) outs.push_back(output_json(c, r));
   j["outputs"] = outs;
   if (!r.case_dir.empty()) j["case"] = {{"dir", r.case_dir}, {"replay", r.replay}};
   return j;
@@ -67,42 +141,12 @@ nlohmann::json report_json(const DiffReport& r) {
 
 }  // namespace
 
-OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
-                                   const verify::NodeCheck& check, const Tensor* scale,
-                                   const std::string& statement) {
-  OutputComparison c;
-  c.node = node;
-  c.basis = ComparisonBasis::Certified;
-  c.statement = statement;
-  c.bound = check.rel;
-  c.cells = a.size();
-  if (a.dims != b.dims || a.prec != b.prec || (scale && scale->data.size() != a.data.size())) {
-    c.ok = false;
-    c.mismatches = c.cells;
-    c.first = CellMismatch{0, "[]", 0, 0, "the two outputs have different types"};
-    return c;
-  }
-  for (std::size_t i = 0; i < a.data.size(); ++i) {
-    const double r = verify::cell_ratio(check, a.data[i], b.data[i], scale ? scale->data[i] : 0);
-    c.worst = std::max(c.worst, std::isinf(r) ? 1.0 : r);
-    if (r <= 1) continue;
-    ++c.mismatches;
-    c.ok = false;
-    if (c.first) continue;
-    c.first = CellMismatch{static_cast<std::int64_t>(i), cell_text(a.dims, static_cast<std::int64_t>(i)),
-                           a.data[i], b.data[i],
-                           std::isinf(r) ? std::string("NaN or infinity on one side only")
-                                         : fmt::format("error {:.3g}x the certified bound", r)};
-  }
-  return c;
-}
-
 std::string render_diff_report(const DiffReport& r, const std::string& format) {
   if (format == "json") return report_json(r).dump(2) + "\n";
   if (format == "jsonl") {
     std::string out;
     for (const auto& c : r.outputs) {
-      nlohmann::json j = output_json(c);
+      nlohmann::json j = output_json(c, r);
       j["record"] = "output";
       j["file"] = r.file;
       out += j.dump() + "\n";
@@ -112,89 +156,25 @@ std::string render_diff_report(const DiffReport& r, const std::string& format) {
     s["record"] = "summary";
     return out + s.dump() + "\n";
   }
-  if (format == "junit") {
-    int failures = 0, stand_in = 0;
-    for (const auto& c : r.outputs) {
-      failures += !c.ok && c.basis != ComparisonBasis::StandIn;
-      stand_in += !c.ok && c.basis == ComparisonBasis::StandIn;
-    }
-    const bool unknown = (r.verdict == "unknown" || r.verdict == "error") && stand_in == 0;
-    std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    out += fmt::format("<testsuites name=\"flashproof diff\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       std::max<std::size_t>(r.outputs.size(), 1), failures, (unknown ? 1 : 0) + stand_in);
-    out += fmt::format("  <testsuite name=\"{} {} vs {}{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
-                       verify::xml_escape(r.file), verify::xml_escape(r.executor_a), verify::xml_escape(r.executor_b),
-                       r.rewrite ? " (rewrite)" : "", std::max<std::size_t>(r.outputs.size(), 1), failures,
-                       (unknown ? 1 : 0) + stand_in);
-    if (unknown) {
-      out += fmt::format("    <testcase name=\"{}\" classname=\"diff\"><error message=\"{}\"/></testcase>\n",
-                         verify::xml_escape(r.file), verify::xml_escape(r.message));
-    }
-    for (const auto& c : r.outputs) {
-      out += fmt::format("    <testcase name=\"{}\" classname=\"diff.{}\">", verify::xml_escape(c.node),
-                         comparison_basis_name(c.basis));
-      if (!c.ok)
-        out += fmt::format("<{} message=\"{} at {}: {} vs {}\"/>",
-                           c.basis == ComparisonBasis::StandIn ? "error" : "failure", verify::xml_escape(c.first->why),
-                           verify::xml_escape(c.first->cell), c.first->a, c.first->b);
-      out += "</testcase>\n";
-    }
-    out += "  </testsuite>\n</testsuites>\n";
-    return out;
-  }
-  if (format == "sarif") {
-    nlohmann::json results = nlohmann::json::array();
-    for (const auto& c : r.outputs) {
-      if (c.ok) continue;
-      const bool stand_in = c.basis == ComparisonBasis::StandIn;
-      results.push_back(
-          {{"ruleId", stand_in ? "diff.unknown" : r.rewrite ? "diff.rewrite" : "diff.executors"},
-           {"level", stand_in ? "warning" : "error"},
-           {"message",
-            {{"text", fmt::format("output '{}' differs between {} and {} at {}: {} ({} vs {}); replay: {}",
-                                  c.node, r.executor_a, r.executor_b, c.first->cell, c.first->why, c.first->a,
-                                  c.first->b, r.replay)}}},
-           {"locations", {{{"physicalLocation", {{"artifactLocation", {{"uri", r.file}}}}}}}}});
-    }
-    if ((r.verdict == "unknown" || r.verdict == "error") && r.outputs.empty())
-      results.push_back({{"ruleId", "diff.unknown"},
-                         {"level", "warning"},
-                         {"message", {{"text", r.message}}},
-                         {"locations", {{{"physicalLocation", {{"artifactLocation", {{"uri", r.file}}}}}}}}});
-    nlohmann::json sarif = {
-        {"version", "2.1.0"},
-        {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-        {"runs",
-         {{{"tool",
-            {{"driver",
-              {{"name", "flashproof"},
-               {"version", FLASHPROOF_VERSION},
-               {"rules",
-                {{{"id", "diff.executors"}, {"shortDescription", {{"text", "two executors disagree"}}}},
-                 {{"id", "diff.rewrite"},
-                  {"shortDescription", {{"text", "a rewrite changes an output beyond its claim"}}}},
-                 {{"id", "diff.unknown"},
-                  {"shortDescription", {{"text", "the comparison could not be made"}}}}}}}}}},
-           {"results", results}}}}};
-    return sarif.dump(2) + "\n";
-  }
+  if (format == "junit") return diff_junit(r);
+  if (format == "sarif") return diff_sarif(r);
   // text
   std::string out =
       fmt::format("diff {}: {} vs {}{}, inputs {}\n", r.file, r.executor_a, r.executor_b,
                   r.rewrite ? " (original on the first, rewritten on the second)" : "", r.inputs);
   for (const auto& c : r.claims) out += "  claim " + c + "\n";
   for (const auto& c : r.outputs) {
-    out += fmt::format("  {:<16} {:<9} {:>9} cells  {}", c.node, comparison_basis_name(c.basis), c.cells,
-                       c.ok ? "agree"
-                       : c.basis == ComparisonBasis::StandIn
-                           ? fmt::format("OUTSIDE THE STAND-IN ({} cells)", c.mismatches)
-                           : fmt::format("MISMATCH ({} cells)", c.mismatches));
-    if (c.basis != ComparisonBasis::Bitwise)
+    out += fmt::format("  {:<16} {:<9} {:>9} cells  {}", c.check.node,
+                       verify::comparison_basis_name(c.check.kind), c.cells,
+                       c.ok()        ? "agree"
+                       : stand_in(c) ? fmt::format("OUTSIDE THE STAND-IN ({} cells)", c.mismatches)
+                                     : fmt::format("MISMATCH ({} cells)", c.mismatches));
+    if (c.check.kind != NodeCheck::Kind::Bitwise)
       out += fmt::format("  worst {:.3g} of the bound", worst_fraction(c));
-    if (c.basis == ComparisonBasis::Certified) out += "\n    bound: " + c.statement;
+    if (certified(c)) out += "\n    bound: " + r.statements.at(c.check.node);
     out += "\n";
     if (c.first)
-      out += fmt::format("    first at {}: {} vs {} ({})\n", c.first->cell, c.first->a, c.first->b,
+      out += fmt::format("    first at {}: {} vs {} ({})\n", c.first->cell_text(), c.first->src, c.first->tgt,
                          c.first->why);
   }
   for (const auto& n : r.notes) out += "  note: " + n + "\n";

@@ -15,17 +15,12 @@
 
 #include "core/interpreter.h"
 #include "core/ir.h"
-#include "exec/differential.h"
 #include "rewrites/tier.h"
 #include "verify/compare.h"
 #include "verify/diff_plan.h"
 
 namespace fp::cli {
 
-// Compares one output with a certified check; `scale` is the Σ|w·v| tensor of a Scaled check.
-OutputComparison compare_certified(const std::string& node, const Tensor& a, const Tensor& b,
-                                   const verify::NodeCheck& check, const Tensor* scale,
-                                   const std::string& statement);
 
 struct DiffReport {
   std::string file;
@@ -37,7 +32,8 @@ struct DiffReport {
   // fails), "error".
   std::string verdict;
   std::string message;  // one sentence
-  std::vector<OutputComparison> outputs;
+  std::vector<verify::OutputComparison> outputs;  // run A is the source, run B the target
+  std::map<std::string, std::string> statements;  // certified output -> the bound it is held to
   std::vector<std::string> claims;  // "SHAPE CLAIM: exact|bounded" per obligation
   std::vector<std::string> notes;  // the plan's notes
   std::string case_dir;  // written on mismatch

@@ -1,26 +1,19 @@
 #include "verify/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/diagnostic.h"
+#include "core/input_validation.h"
 #include "verify/error_bound.h"
 
 namespace fp::verify {
 
 namespace {
-
-std::vector<std::int64_t> unflatten(std::int64_t cell, const std::vector<std::int64_t>& dims) {
-  std::vector<std::int64_t> idx(dims.size());
-  for (std::size_t i = dims.size(); i-- > 0;) {
-    idx[i] = cell % dims[i];
-    cell /= dims[i];
-  }
-  return idx;
-}
 
 // The smallest magnitude that rounds to infinity at p: max + ulp(max)/2 = 2^emax·(2 - 2^-bits).
 long double overflow_threshold(Prec p) {
@@ -39,11 +32,74 @@ long double overflow_threshold(Prec p) {
   return INFINITY;
 }
 
+// A stand-in cell's relative error |t - s| / max(|s|, rms), rounded against agreement: the error
+// up, the scale down, the quotient up (each operation rounds to nearest, so one step toward the
+// safe side covers it). Both values finite.
+double stand_in_error(double s, double t, double rms) {
+  const double scale = std::nextafter(std::max(std::fabs(s), rms), 0.0);
+  const double err = s == t ? 0 : std::nextafter(std::fabs(t - s), INFINITY);
+  return err == 0 ? 0 : scale > 0 ? std::nextafter(err / scale, INFINITY) : INFINITY;
+}
+
+// The stand-in's fraction of its tolerance: <= 1 exactly when the error is within it.
+double stand_in_ratio(double rel_error, double tolerance) {
+  if (rel_error == 0) return 0;
+  const double r = rel_error / tolerance;
+  return rel_error <= tolerance ? std::min(r, 1.0) : std::max(r, std::nextafter(1.0, INFINITY));
+}
+
+// Root mean square of the finite cells (0 when there are none).
+double finite_rms(const Tensor& t) {
+  double sum = 0;
+  std::int64_t finite = 0;
+  for (double v : t.data)
+    if (std::isfinite(v)) {
+      sum += v * v;
+      ++finite;
+    }
+  return finite > 0 ? std::sqrt(sum / static_cast<double>(finite)) : 0;
+}
+
+// Why a cell whose ratio is `r` (> 1) fails `c`.
+std::string why_failed(const NodeCheck& c, double s, double t, double scale, double r) {
+  switch (c.kind) {
+    case NodeCheck::Kind::Bitwise:
+      return std::isnan(s) != std::isnan(t) ? "NaN on one side only" : "bits differ";
+    case NodeCheck::Kind::StandIn:
+      if (std::isnan(s) || std::isnan(t)) return "NaN on one side only";
+      if (std::isinf(s) || std::isinf(t)) return "an infinity on one side only";
+      return fmt::format("relative error {:.3g} exceeds the bound {:.3g}", stand_in_error(s, t, scale),
+                         c.rel);
+    case NodeCheck::Kind::Relative:
+    case NodeCheck::Kind::Scaled:
+      break;
+  }
+  return std::isinf(r) ? std::string("NaN or infinity on one side only")
+                       : fmt::format("error {:.3g}x the certified bound", r);
+}
+
 }  // namespace
+
+const char* comparison_basis_name(NodeCheck::Kind k) {
+  switch (k) {
+    case NodeCheck::Kind::Bitwise:
+      return "bitwise";
+    case NodeCheck::Kind::Relative:
+    case NodeCheck::Kind::Scaled:
+      return "certified";
+    case NodeCheck::Kind::StandIn:
+      return "stand-in";
+  }
+  return "?";
+}
 
 double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
+  if (c.kind == NodeCheck::Kind::StandIn) {
+    if (std::isinf(s) || std::isinf(t)) return s == t ? 0 : INFINITY;
+    return stand_in_ratio(stand_in_error(s, t, scale), c.rel);
+  }
   const double mag = c.kind == NodeCheck::Kind::Relative ? std::fabs(s) : scale;
   if (std::isinf(s) || std::isinf(t)) {
     // (Long double holds this sum within far less than the gap between the threshold and the
@@ -61,39 +117,70 @@ double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   return error_fraction(s, t, c.rel, std::min(mag, std::numeric_limits<double>::max()), c.abs);
 }
 
+std::string Mismatch::cell_text() const {
+  return index_text(index);
+}
+
 std::string Mismatch::text() const {
-  std::string idx;
-  for (std::size_t i = 0; i < index.size(); ++i) idx += (i ? ", " : "") + std::to_string(index[i]);
+  const std::string idx = fmt::format("{}", fmt::join(index, ", "));
   if (std::isinf(ratio)) return fmt::format("{}[{}]: source {}, target {}", node, idx, src, tgt);
   return fmt::format("{}[{}]: source {}, target {} ({:.3g}x the allowed error)", node, idx, src, tgt, ratio);
 }
 
+OutputComparison compare_output(const NodeCheck& check, const Tensor& src, const Tensor& tgt,
+                                const Tensor* scale) {
+  OutputComparison c;
+  c.check = check;
+  c.cells = src.size();
+  if (src.dims != tgt.dims || src.prec != tgt.prec || src.data.size() != tgt.data.size() ||
+      (scale && scale->data.size() != src.data.size())) {
+    c.mismatches = c.cells;
+    c.first = Mismatch{check.node, 0, {}, 0, 0, INFINITY, "the two outputs have different types"};
+    return c;
+  }
+  FP_INTERNAL_CHECK(scale || check.kind != NodeCheck::Kind::Scaled, "no scale for the Scaled check of {}",
+                    check.node);
+  const double rms = check.kind == NodeCheck::Kind::StandIn ? finite_rms(src) : 0;
+  for (std::size_t i = 0; i < src.data.size(); ++i) {
+    const double s = src.data[i], t = tgt.data[i];
+    const double cell_scale = scale ? scale->data[i] : rms;
+    const double r = cell_ratio(check, s, t, cell_scale);
+    if (std::isinf(r))
+      ++c.unbounded;
+    else
+      c.worst = std::max(c.worst, r);
+    if (r <= 1) continue;
+    ++c.mismatches;
+    if (c.first) continue;
+    const auto flat = static_cast<std::int64_t>(i);
+    c.first = Mismatch{
+        check.node, flat, cell_index(src.dims, flat), s, t, r, why_failed(check, s, t, cell_scale, r)};
+  }
+  return c;
+}
+
+OutputComparison compare_output(const NodeCheck& check, const TensorMap& src, const TensorMap& tgt) {
+  auto s = src.find(check.node), t = tgt.find(check.node);
+  FP_INTERNAL_CHECK(s != src.end() && t != tgt.end(), "node {} was not returned by both runs", check.node);
+  const Tensor* scale = nullptr;
+  if (check.kind == NodeCheck::Kind::Scaled) {
+    auto sc = src.find(check.scale_node);
+    FP_INTERNAL_CHECK(sc != src.end(), "scale node {} was not returned", check.scale_node);
+    scale = &sc->second;
+  }
+  return compare_output(check, s->second, t->second, scale);
+}
+
 std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,
-                                        const TensorMap& tgt,
-                                        const std::map<std::string, std::vector<std::int64_t>>& dims,
-                                        std::map<std::string, double>* worst) {
+                                        const TensorMap& tgt, std::map<std::string, double>* worst) {
   std::optional<Mismatch> first;
-  for (const auto& c : checks) {
-    auto s = src.find(c.node), t = tgt.find(c.node);
-    FP_INTERNAL_CHECK(s != src.end() && t != tgt.end(), "node {} was not returned by both runs", c.node);
-    const Tensor* scale = nullptr;
-    if (c.kind == NodeCheck::Kind::Scaled) {
-      auto sc = src.find(c.scale_node);
-      FP_INTERNAL_CHECK(sc != src.end(), "scale node {} was not returned", c.scale_node);
-      scale = &sc->second;
+  for (const auto& check : checks) {
+    OutputComparison c = compare_output(check, src, tgt);
+    if (!first && c.first) {
+      first = std::move(c.first);
+      if (!worst) return first;
     }
-    double node_worst = 0;
-    for (std::int64_t i = 0; i < s->second.size(); ++i) {
-      const double sv = s->second.data[static_cast<std::size_t>(i)],
-                   tv = t->second.data[static_cast<std::size_t>(i)];
-      const double r = cell_ratio(c, sv, tv, scale ? scale->data[static_cast<std::size_t>(i)] : 0);
-      node_worst = std::max(node_worst, r);
-      if (r > 1 && !first) {
-        first = Mismatch{c.node, i, unflatten(i, dims.at(c.node)), sv, tv, r};
-        if (!worst) return first;
-      }
-    }
-    if (worst) (*worst)[c.node] = std::max((*worst)[c.node], node_worst);
+    if (worst) (*worst)[check.node] = std::max((*worst)[check.node], c.max_ratio());
   }
   return first;
 }
@@ -109,17 +196,13 @@ Routine with_outputs(const Routine& r, const std::vector<std::string>& nodes, bo
 
 PairRunner::PairRunner(Routine src, Routine tgt, std::vector<NodeCheck> checks)
     : src_(std::move(src)), tgt_(std::move(tgt)), checks_(std::move(checks)) {
-  for (const auto& c : checks_) {
-    const Node* n = src_.find_node(c.node);
-    FP_INTERNAL_CHECK(n != nullptr, "no node {}", c.node);
-    dims_[c.node] = n->dims;
-  }
+  for (const auto& c : checks_) FP_INTERNAL_CHECK(src_.find_node(c.node) != nullptr, "no node {}", c.node);
 }
 
 std::optional<Mismatch> PairRunner::run(const TensorMap& inputs, std::map<std::string, double>* worst) const {
   ++runs_;
   TensorMap s = interpret(src_, inputs), t = interpret(tgt_, inputs);
-  return compare_outputs(checks_, s, t, dims_, worst);
+  return compare_outputs(checks_, s, t, worst);
 }
 
 }  // namespace fp::verify

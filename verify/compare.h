@@ -1,7 +1,18 @@
 #pragma once
-// Concrete comparison of a source and a target routine on the interpreter (real exp): what a
-// claim means on one input, cell by cell. Used by the counterexample search, the differential
-// runs, the confirmation of solver models and `flashproof verify --inputs DIR` replays.
+// The one comparison of two runs' outputs, cell by cell, for everything that compares them:
+// verify's counterexample search, differential runs, solver-model confirmation and
+// `verify --inputs DIR` replays (PairRunner, on the interpreter with real exp), `flashproof diff`
+// (executor against executor, and the original against its rewrite) and the tests.
+//
+//   NodeCheck         how one output must compare: bitwise, within a bound (relative to the
+//                     cell, or to a per-cell magnitude), or within diff's stand-in tolerance
+//   cell_ratio()      the one per-cell rule: the cell's error as a fraction of what the check
+//                     allows, <= 1 exactly when the cell holds
+//   compare_output()  every cell of one output: an OutputComparison (cells, mismatches, the
+//                     worst fraction, the first failing cell as a Mismatch)
+//
+// Bounded decisions are verify/error_bound.h's error_fraction (exact over the rationals, never in
+// the claim's favour); bitwise equality is core/tensor.h's same_value, as the semantics define it.
 
 #include <cmath>
 #include <cstdint>
@@ -15,13 +26,17 @@
 
 namespace fp::verify {
 
-// How one covered node must compare.
+// How one node must compare; the source is the reference side.
 struct NodeCheck {
   std::string node;
   enum class Kind : std::uint8_t {
     Bitwise,   // equal bit for bit (every NaN equal; -0 != +0)
-    Relative,  // NaN exactly where the source has NaN; ±inf equal; |t - s| <= rel·|s|
-    Scaled,    // NaN positions; |t - s| <= rel·scale (scale: a per-cell magnitude, Σ|w·v|)
+    Relative,  // NaN exactly where the source has NaN; ±inf equal; |t - s| <= rel·|s| + abs
+    Scaled,    // NaN positions; |t - s| <= rel·scale + abs (scale: a per-cell magnitude, Σ|w·v|)
+    // No bound is certified (diff's outputs a bounded claim reaches without one): NaN positions,
+    // infinities equal, |t - s| <= rel·max(|s|, rms(s)) with rms over the source's finite cells,
+    // decided rounded against agreement (the error up, the scale down). A violation proves nothing.
+    StandIn,
   } kind = Kind::Bitwise;
   double rel = 0;
   double abs = 0;          // absolute slack (underflow terms)
@@ -34,33 +49,62 @@ struct NodeCheck {
   Prec prec = Prec::F64;
 };
 
+// What a comparison rests on, as reports name it: "bitwise", "certified" (Relative and Scaled:
+// the bounds verify certifies, or a claim's) or "stand-in".
+const char* comparison_basis_name(NodeCheck::Kind k);
+
+// One failing cell.
 struct Mismatch {
   std::string node;
-  std::int64_t cell = 0;
-  std::vector<std::int64_t> index;
+  std::int64_t cell = 0;            // C-order flat index
+  std::vector<std::int64_t> index;  // its index (empty when the two outputs' types differ)
   double src = 0, tgt = 0;
   double ratio = 0;  // observed error / allowed (> 1 for a bound violation; inf for NaN / bitwise)
-  std::string text() const;
+  std::string why;   // "bits differ", "NaN on one side only", "error 3.1x the certified bound", …
+  std::string cell_text() const;  // "[0,2,1,3]"
+  std::string text() const;       // "o[0, 2, 1, 3]: source 1, target 2 (3.1x the allowed error)"
+};
+
+// One output compared cell by cell.
+struct OutputComparison {
+  NodeCheck check;
+  std::int64_t cells = 0;
+  std::int64_t mismatches = 0;
+  double worst = 0;               // the largest finite cell_ratio
+  std::int64_t unbounded = 0;     // cells whose ratio is infinite (NaN or infinity on one side only,
+                                  // bits differ, nothing allowed)
+  std::optional<Mismatch> first;  // the first failing cell in C order
+
+  bool ok() const { return !first; }
+  // The largest cell_ratio: infinite when any cell's is.
+  double max_ratio() const { return unbounded ? INFINITY : worst; }
 };
 
 // One cell's error as a fraction of what `c` allows (<= 1 holds; inf for a NaN-position, infinity
-// or bitwise difference). `scale` is the cell's magnitude for a Scaled check, else unused.
+// or bitwise difference). `scale` is the cell's magnitude for a Scaled check, the source's rms
+// over its finite cells for a StandIn check, else unused.
 double cell_ratio(const NodeCheck& c, double src, double tgt, double scale);
 
-// The first violating cell, or nullopt; `worst` receives, per node, the largest observed error as
-// a fraction of what the check allows (0 for bitwise checks that hold).
+// Every cell of `tgt` against `src`. `scale`: a Scaled check's per-cell magnitudes (from the
+// source run). Outputs of different types are one mismatch at cell [] covering every cell.
+OutputComparison compare_output(const NodeCheck& check, const Tensor& src, const Tensor& tgt,
+                                const Tensor* scale = nullptr);
+// The same, with check.node (and a Scaled check's scale node) looked up in the source run's and
+// the target run's outputs, which must return them.
+OutputComparison compare_output(const NodeCheck& check, const TensorMap& src, const TensorMap& tgt);
+
+// The first failing cell over `checks` in order, or nullopt; `worst` receives, per node, the
+// largest max_ratio() seen (0 for bitwise checks that hold).
 std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,
-                                        const TensorMap& tgt,
-                                        const std::map<std::string, std::vector<std::int64_t>>& dims,
-                                        std::map<std::string, double>* worst = nullptr);
+                                        const TensorMap& tgt, std::map<std::string, double>* worst = nullptr);
 
 // `r` with exactly the given nodes (plus `keep_outputs` ones, when true) flagged as outputs: the
 // value of a node never depends on whether it is read back, so this only selects what the
 // interpreter returns.
 Routine with_outputs(const Routine& r, const std::vector<std::string>& nodes, bool keep_outputs);
 
-// Runs both routines on `inputs` and compares. Both must already return every checked node (and
-// every scale node, from the source).
+// Runs both routines on the interpreter with `inputs` and compares. Both must already return every
+// checked node (and every scale node, from the source).
 class PairRunner {
  public:
   PairRunner(Routine src, Routine tgt, std::vector<NodeCheck> checks);
@@ -73,7 +117,6 @@ class PairRunner {
  private:
   Routine src_, tgt_;
   std::vector<NodeCheck> checks_;
-  std::map<std::string, std::vector<std::int64_t>> dims_;
   mutable std::int64_t runs_ = 0;
 };
 

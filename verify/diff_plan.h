@@ -25,14 +25,12 @@ struct RewriteDiffPlan {
   // The original routine with the certified plans' Σ|w·v| nodes added as outputs (values of the
   // original's own nodes unchanged): what the first executor runs.
   Routine source;
-  std::map<std::string, NodeCheck> certified;  // output -> its certified check
+  std::map<std::string, NodeCheck> certified;          // output -> its certified check
   std::map<std::string, std::string> statements;       // output -> the certified statement
   std::set<std::string> stand_in;                      // outputs compared with the stand-in
   double stand_in_bound = 0;
   std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
 };
-
-RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
 
 RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);
 

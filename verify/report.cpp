@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
+#include <set>
 
 #include "core/diagnostic.h"
 #include "flashproof/version.h"
 #include "verify/bounds/bound_formula.h"
+#include "verify/junit.h"
+#include "verify/sarif.h"
 
 namespace fp::verify {
 
@@ -19,6 +21,11 @@ std::string covers_text(const Verdict& v) {
   std::string s;
   for (const auto& c : v.covers) s += (s.empty() ? "" : ",") + c.node;
   return s.empty() ? "-" : s;
+}
+
+// The SARIF rule of a verdict: its rewrite (shape) id.
+std::string rule_of(const Verdict& v) {
+  return v.rewrite.empty() ? "translation-validation" : v.rewrite;
 }
 
 std::string short_scope(const Verdict& v) {
@@ -49,35 +56,6 @@ std::string summary_line(const Summary& s, double seconds) {
 }
 
 }  // namespace
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
-          out += fmt::format("&#{};", static_cast<int>(c));
-        else
-          out += c;
-    }
-  }
-  return out;
-}
 
 Summary summarize(const std::vector<Verdict>& verdicts) {
   Summary s;
@@ -195,112 +173,63 @@ std::string report_jsonl(const std::vector<Verdict>& verdicts, const ReportConte
 }
 
 std::string report_junit(const std::vector<Verdict>& verdicts, const ReportContext& ctx) {
-  Summary s = summarize(verdicts);
-  int failures = s.refuted + (ctx.fail_on == FailOn::Unknown ? s.unknown : 0);
-  int skipped = ctx.fail_on == FailOn::Unknown ? 0 : s.unknown;
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format(
-      "<testsuites name=\"flashproof verify\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
-      "time=\"{:.3f}\">\n",
-      s.total, failures, s.error, skipped, ctx.seconds);
-  out += fmt::format(
-      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-      xml_escape(ctx.input), s.total, failures, s.error, skipped, ctx.seconds);
+  using Outcome = JUnitCase::Outcome;
+  JUnitReport r;
+  r.name = "flashproof verify";
+  r.suite = ctx.input;
+  r.seconds = ctx.seconds;
   for (const auto& v : verdicts) {
-    out += fmt::format("    <testcase classname=\"{}\" name=\"{} {}\" time=\"{:.3f}\"",
-                       xml_escape(v.rewrite.empty() ? "pair" : v.rewrite), xml_escape(v.id),
-                       xml_escape(covers_text(v)), v.seconds);
-    std::string detail =
-        xml_escape(v.message + (v.counterexample ? "\nreplay: " + v.counterexample->replay : "") +
-                   "\nrepro: " + v.repro);
-    switch (v.kind) {
-      case VerdictKind::Exact:
-      case VerdictKind::Bounded:
-        out += fmt::format(">\n      <system-out>{}</system-out>\n    </testcase>\n",
-                           xml_escape(verdict_headline(v)));
-        break;
-      case VerdictKind::Refuted:
-        out +=
-            fmt::format(">\n      <failure type=\"refuted\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                        xml_escape(verdict_headline(v)), detail);
-        break;
-      case VerdictKind::Error:
-        out += fmt::format(">\n      <error type=\"error\" message=\"{}\">{}</error>\n    </testcase>\n",
-                           xml_escape(verdict_headline(v)), detail);
-        break;
-      case VerdictKind::Unknown:
-        if (ctx.fail_on == FailOn::Unknown)
-          out +=
-              fmt::format(">\n      <failure type=\"unknown\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                          xml_escape(verdict_headline(v)), detail);
-        else
-          out += fmt::format(">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                             xml_escape(verdict_headline(v)));
-        break;
+    JUnitCase c;
+    c.classname = v.rewrite.empty() ? "pair" : v.rewrite;
+    c.name = v.id + " " + covers_text(v);
+    c.seconds = v.seconds;
+    if (v.proved()) {
+      c.text = verdict_headline(v);
+    } else {
+      // Unknown fails only under --fail-on=unknown.
+      c.outcome = v.kind == VerdictKind::Error                                       ? Outcome::Error
+                  : v.kind == VerdictKind::Refuted || ctx.fail_on == FailOn::Unknown ? Outcome::Failed
+                                                                                     : Outcome::Skipped;
+      c.type = verdict_kind_name(v.kind);
+      c.message = verdict_headline(v);
+      c.text = v.message + (v.counterexample ? "\nreplay: " + v.counterexample->replay : "") +
+               "\nrepro: " + v.repro;
     }
+    r.cases.push_back(std::move(c));
   }
-  out += "  </testsuite>\n</testsuites>\n";
-  return out;
+  return junit_xml(r);
 }
 
 std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportContext& ctx) {
-  std::map<std::string, std::string> rules;
-  for (const auto& v : verdicts)
-    rules.emplace(v.rewrite.empty() ? "translation-validation" : v.rewrite, v.description);
-  json rule_list = json::array();
-  std::map<std::string, int> rule_index;
-  for (const auto& [id, desc] : rules) {
-    rule_index[id] = static_cast<int>(rule_list.size());
-    rule_list.push_back({{"id", id},
-                         {"name", id},
-                         {"shortDescription", {{"text", "verification obligations of " + id}}},
-                         {"helpUri", "https://flashproof.dev/docs/verify"}});
-  }
-  json results = json::array();
+  SarifLog log;
+  log.invocation = SarifInvocation{ctx.command, exit_code_for(verdicts, ctx.fail_on)};
+  std::set<std::string> rules;
+  for (const auto& v : verdicts) rules.insert(rule_of(v));
+  for (const auto& id : rules)
+    log.rules.push_back({id, "verification obligations of " + id, "https://flashproof.dev/docs/verify"});
   for (const auto& v : verdicts) {
-    const std::string rule = v.rewrite.empty() ? "translation-validation" : v.rewrite;
-    std::string level = "note", kind = "pass";
+    SarifResult r;
+    r.rule_id = rule_of(v);
+    r.level = "note";
+    r.kind = "pass";
     if (v.kind == VerdictKind::Refuted || v.kind == VerdictKind::Error) {
-      level = "error";
-      kind = "fail";
+      r.level = "error";
+      r.kind = "fail";
     } else if (v.kind == VerdictKind::Unknown) {
-      level = ctx.fail_on == FailOn::Unknown ? "error" : "warning";
-      kind = "review";
+      r.level = ctx.fail_on == FailOn::Unknown ? "error" : "warning";
+      r.kind = "review";
     }
-    json r{
-        {"ruleId", rule},
-        {"ruleIndex", rule_index[rule]},
-        {"level", level},
-        {"kind", kind},
-        {"message", {{"text", fmt::format("{} {}: {} — {}", v.id, v.claim, verdict_headline(v), v.message)}}},
-        {"properties",
-         {{"verdict", verdict_kind_name(v.kind)},
-          {"obligation", v.id},
-          {"claim", v.claim},
-          {"scope", v.scope.text},
-          {"repro", v.repro}}}};
-    if (!v.file.empty()) {
-      json phys{{"artifactLocation", {{"uri", v.file}}}};
-      if (v.line > 0) phys["region"] = {{"startLine", v.line}};
-      r["locations"] = json::array({{{"physicalLocation", phys}}});
-    }
-    results.push_back(r);
+    r.message = fmt::format("{} {}: {} — {}", v.id, v.claim, verdict_headline(v), v.message);
+    r.uri = v.file;
+    r.line = v.line;
+    r.properties = {{"verdict", verdict_kind_name(v.kind)},
+                    {"obligation", v.id},
+                    {"claim", v.claim},
+                    {"scope", v.scope.text},
+                    {"repro", v.repro}};
+    log.results.push_back(std::move(r));
   }
-  json sarif{
-      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-      {"version", "2.1.0"},
-      {"runs",
-       json::array({{{"tool",
-                      {{"driver",
-                        {{"name", "flashproof"},
-                         {"version", FLASHPROOF_VERSION},
-                         {"informationUri", "https://flashproof.dev"},
-                         {"rules", rule_list}}}}},
-                     {"invocations", json::array({{{"commandLine", ctx.command},
-                                                   {"executionSuccessful", true},
-                                                   {"exitCode", exit_code_for(verdicts, ctx.fail_on)}}})},
-                     {"results", results}}})}};
-  return sarif.dump(2) + "\n";
+  return sarif_json(log);
 }
 
 std::string render_report(const std::string& format, const std::vector<Verdict>& verdicts,

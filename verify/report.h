@@ -45,10 +45,6 @@ std::string report_jsonl(const std::vector<Verdict>& verdicts, const ReportConte
 std::string report_junit(const std::vector<Verdict>& verdicts, const ReportContext& ctx);
 std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportContext& ctx);
 
-// Text for an XML attribute or element (JUnit): & < > " ' escaped, other control characters
-// except newline and tab replaced by '?'.
-std::string xml_escape(const std::string& s);
-
 // Dispatch on "text" | "json" | "jsonl" | "junit" | "sarif".
 std::string render_report(const std::string& format, const std::vector<Verdict>& verdicts,
                           const ReportContext& ctx);

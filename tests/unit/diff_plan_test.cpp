@@ -10,6 +10,7 @@
 #include "core/interpreter.h"
 #include "core/random_inputs.h"
 #include "rewrites/tier.h"
+#include "tensor_expect.h"
 #include "tools/diff_report.h"
 #include "rewrites/online_softmax/mutants.h"
 
@@ -37,12 +38,10 @@ Rewritten rewrite_attention(int layers, Prec prec = Prec::F32) {
 }
 
 // Compares output `node` of `tgt` against the plan's instrumented original on seed `seed`.
-OutputComparison compare_on(const verify::RewriteDiffPlan& plan, const Routine& tgt, const std::string& node,
-                            std::uint64_t seed) {
+verify::OutputComparison compare_on(const verify::RewriteDiffPlan& plan, const Routine& tgt, const std::string& node,
+                                    std::uint64_t seed) {
   const TensorMap in = random_inputs(plan.source, seed);
-  const TensorMap a = interpret(plan.source, in), b = interpret(tgt, in);
-  const verify::NodeCheck& c = plan.certified.at(node);
-  return compare_certified(node, a.at(node), b.at(node), c, &a.at(c.scale_node), plan.statements.at(node));
+  return verify::compare_output(plan.certified.at(node), interpret(plan.source, in), interpret(tgt, in));
 }
 
 TEST(DiffPlan, OneLayerOutputIsCertifiedPerCellAndTheRewriteIsInside) {
@@ -53,10 +52,10 @@ TEST(DiffPlan, OneLayerOutputIsCertifiedPerCellAndTheRewriteIsInside) {
   EXPECT_TRUE(plan.stand_in.empty());
   EXPECT_NE(plan.statements.at("o").find("Σ|w·v|"), std::string::npos);
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
-    const OutputComparison c = compare_on(plan, r.result.routine, "o", seed);
-    EXPECT_TRUE(c.ok) << seed << ": " << (c.first ? c.first->why : "");
-    EXPECT_EQ(c.basis, ComparisonBasis::Certified);
-    EXPECT_LE(c.worst, 1.0);
+    const verify::OutputComparison c = compare_on(plan, r.result.routine, "o", seed);
+    EXPECT_TRUE(c.ok()) << seed << ": " << (c.first ? c.first->why : "");
+    EXPECT_STREQ(verify::comparison_basis_name(c.check.kind), "certified");
+    EXPECT_LE(c.max_ratio(), 1.0);
   }
 }
 
@@ -67,9 +66,9 @@ TEST(DiffPlan, PlantedBugsInTheRewriteAreMismatches) {
   for (const Mutant& m : osm::normalizer_scan_mutants(r.result.routine)) {
     if (m.id != "narrowed-state" && m.id != "off-by-one-end" && m.id != "off-by-one-start") continue;
     ++checked;
-    const OutputComparison c = compare_on(plan, m.tgt, "o", 1);
-    EXPECT_FALSE(c.ok) << m.id << ": worst " << c.worst;
-    EXPECT_EQ(c.basis, ComparisonBasis::Certified) << m.id;
+    const verify::OutputComparison c = compare_on(plan, m.tgt, "o", 1);
+    EXPECT_FALSE(c.ok()) << m.id << ": worst " << c.max_ratio();
+    EXPECT_STREQ(verify::comparison_basis_name(c.check.kind), "certified") << m.id;
   }
   EXPECT_EQ(checked, 3);
 }
@@ -91,7 +90,7 @@ TEST(DiffPlan, InstrumentingTheOriginalChangesNoneOfItsOutputs) {
   const TensorMap in = random_inputs(r.original, 3);
   const TensorMap a = interpret(r.original, in), b = interpret(plan.source, in);
   for (const Node* n : r.original.outputs())
-    EXPECT_TRUE(compare_output(n->name, a.at(n->name), b.at(n->name), -1).ok) << n->name;
+    EXPECT_TRUE(testing::bitwise_equal(a.at(n->name), b.at(n->name), n->name));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
+#include "tensor_expect.h"
 
 namespace fp {
 namespace {
@@ -121,13 +122,7 @@ TEST(ExecCuda, AgreesWithTheInterpreterBitwiseOnAttention) {
   for (const auto& [name, r] : attention_programs()) {
     SCOPED_TRACE(name);
     TensorMap in = random_inputs(r, 17);
-    TensorMap want = interpret(r, in);
-    TensorMap got = ex->compile(r)->run(in);
-    ASSERT_EQ(want.size(), got.size());
-    for (const auto& [node, t] : want)
-      for (std::size_t i = 0; i < t.data.size(); ++i)
-        ASSERT_TRUE(same_value(t.data[i], got.at(node).data[i]))
-            << node << "[" << i << "]: interpreter " << t.data[i] << ", CUDA " << got.at(node).data[i];
+    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex->compile(r)->run(in)));
   }
 }
 
@@ -141,11 +136,7 @@ TEST(ExecCuda, AgreesWithTheInterpreterBitwiseOnRandomRoutines) {
     if (std::string(cuda_source_for(r, test_options())).find("pow(") != std::string::npos)
       continue;  // pow is implementation-defined
     TensorMap in = random_inputs(r, seed);
-    TensorMap want = interpret(r, in);
-    TensorMap got = ex->compile(r)->run(in);
-    for (const auto& [node, t] : want)
-      for (std::size_t i = 0; i < t.data.size(); ++i)
-        ASSERT_TRUE(same_value(t.data[i], got.at(node).data[i])) << node << "[" << i << "]";
+    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex->compile(r)->run(in)));
   }
 }
 

@@ -21,6 +21,7 @@
 
 #include "core/interpreter.h"
 #include "core/numerics.h"
+#include "tensor_expect.h"
 
 namespace fp {
 namespace {
@@ -397,17 +398,10 @@ TensorMap random_inputs_for(const Routine& r) {
 void check_against_naive(const Routine& r, const TensorMap& in) {
   const TensorMap fast = interpret(r, in);
   const TensorMap naive = NaiveEvaluator(r).run(in);
-  RC_ASSERT(fast.size() == naive.size());
-  for (const auto& [name, t] : naive) {
-    const Tensor& f = fast.at(name);
-    RC_ASSERT(f.prec == t.prec);
-    RC_ASSERT(f.dims == t.dims);
-    for (std::size_t i = 0; i < t.data.size(); ++i) {
-      RC_ASSERT(representable(t.prec, f.data[i]));
-      if (!same_value(f.data[i], t.data[i]))
-        RC_FAIL(fmt::format("{}[{}]: interpreter {} vs naive {}", name, i, f.data[i], t.data[i]));
-    }
-  }
+  if (auto same = testing::bitwise_equal(naive, fast); !same)
+    RC_FAIL(std::string("naive vs interpreter: ") + same.message());
+  for (const auto& [name, t] : fast)
+    for (double v : t.data) RC_ASSERT(representable(t.prec, v));
 }
 
 RC_GTEST_PROP(InterpreterProperty, AgreesWithNaiveEvaluator, ()) {

@@ -17,6 +17,7 @@
 #include "core/diagnostic.h"
 #include "core/input_validation.h"
 #include "core/numerics.h"
+#include "tensor_expect.h"
 
 namespace fp {
 namespace {
@@ -30,14 +31,6 @@ Tensor make(Prec p, std::vector<std::int64_t> dims, std::vector<double> data) {
   t.dims = std::move(dims);
   t.data = std::move(data);
   return t;
-}
-
-void expect_same_tensor(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.prec, b.prec);
-  EXPECT_EQ(a.dims, b.dims);
-  ASSERT_EQ(a.data.size(), b.data.size());
-  for (std::size_t i = 0; i < a.data.size(); ++i)
-    EXPECT_TRUE(same_value(a.data[i], b.data[i])) << i << ": " << a.data[i] << " vs " << b.data[i];
 }
 
 // A .npy file with the given header dictionary text and data bytes (version 1.0 framing).
@@ -83,7 +76,7 @@ TEST(NpyRoundTrip, EveryDtypeWithSpecialValues) {
     SCOPED_TRACE(prec_name(t.prec));
     const std::string bytes = serialize_npy(t);
     EXPECT_EQ((bytes.size() - static_cast<std::size_t>(t.size() * prec_bytes(t.prec))) % 64, 0u);
-    expect_same_tensor(parse_npy(bytes), t);
+    EXPECT_TRUE(testing::bitwise_equal(parse_npy(bytes), t));
   }
 }
 
@@ -91,9 +84,9 @@ TEST(NpyRoundTrip, ScalarsAndEmptyArrays) {
   const Tensor scalar = make(Prec::F32, {}, {2.5});
   const std::string bytes = serialize_npy(scalar);
   EXPECT_NE(bytes.find("'shape': (), }"), std::string::npos);
-  expect_same_tensor(parse_npy(bytes), scalar);
+  EXPECT_TRUE(testing::bitwise_equal(parse_npy(bytes), scalar));
   const Tensor empty = make(Prec::F64, {0, 3}, {});
-  expect_same_tensor(parse_npy(serialize_npy(empty)), empty);
+  EXPECT_TRUE(testing::bitwise_equal(parse_npy(serialize_npy(empty)), empty));
 }
 
 TEST(NpyRoundTrip, Bf16TravelsAsU2BitPatterns) {
@@ -133,21 +126,21 @@ TEST(NpyRoundTrip, ReadsVersion2AndDoubleQuotedHeaders) {
 }
 
 TEST(NpyFiles, WriteThenReadFromDisk) {
-  const std::string path = testing::TempDir() + "npy_test_roundtrip.npy";
+  const std::string path = ::testing::TempDir() + "npy_test_roundtrip.npy";
   const Tensor t = make(Prec::F16, {3, 1}, {1.5, -0.25, 0x1p-24});
   write_npy(path, t);
-  expect_same_tensor(read_npy(path), t);
+  EXPECT_TRUE(testing::bitwise_equal(read_npy(path), t));
   std::remove(path.c_str());
 }
 
 TEST(NpyFiles, MissingFileIs66) {
   try {
-    read_npy(testing::TempDir() + "does/not/exist.npy");
+    read_npy(::testing::TempDir() + "does/not/exist.npy");
     FAIL() << "no error";
   } catch (const UserError& e) {
     EXPECT_EQ(e.code(), kExitMissingInput);
   }
-  EXPECT_THROW(write_npy(testing::TempDir() + "does/not/exist.npy", make(Prec::F32, {1}, {0})), UserError);
+  EXPECT_THROW(write_npy(::testing::TempDir() + "does/not/exist.npy", make(Prec::F32, {1}, {0})), UserError);
 }
 
 // ---- malformed input ------------------------------------------------------------------------------

@@ -1,0 +1,118 @@
+// The one output comparison (verify/compare.h) on each basis: bitwise as the semantics define it,
+// the stand-in decided rounded against agreement with its fraction <= 1 exactly when it holds, the
+// certified kinds through error_fraction; the result's counts, worst fraction and first mismatch
+// with both index texts; outputs of different types.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "verify/compare.h"
+
+namespace fp::verify {
+namespace {
+
+Tensor tensor(std::vector<std::int64_t> dims, std::vector<double> data) {
+  Tensor t = Tensor::zeros(Prec::F64, std::move(dims));
+  t.data = std::move(data);
+  return t;
+}
+
+NodeCheck check(NodeCheck::Kind kind, double rel = 0) {
+  NodeCheck c;
+  c.node = "o";
+  c.kind = kind;
+  c.rel = rel;
+  return c;
+}
+
+TEST(VerifyCompare, BitwiseEqualsNaNWithNaNAndTellsTheZerosApart) {
+  const Tensor a = tensor({2, 2}, {NAN, 0.0, 1.0, 2.0});
+  EXPECT_TRUE(compare_output(check(NodeCheck::Kind::Bitwise), a, tensor({2, 2}, {NAN, 0.0, 1.0, 2.0})).ok());
+  const OutputComparison c =
+      compare_output(check(NodeCheck::Kind::Bitwise), a, tensor({2, 2}, {1.0, -0.0, 1.0, 2.0}));
+  EXPECT_FALSE(c.ok());
+  EXPECT_EQ(c.cells, 4);
+  EXPECT_EQ(c.mismatches, 2);
+  EXPECT_EQ(c.unbounded, 2);
+  EXPECT_TRUE(std::isinf(c.max_ratio()));
+  ASSERT_TRUE(c.first);
+  EXPECT_EQ(c.first->cell_text(), "[0,0]");
+  EXPECT_EQ(c.first->why, "NaN on one side only");
+  const OutputComparison z =
+      compare_output(check(NodeCheck::Kind::Bitwise), a, tensor({2, 2}, {NAN, -0.0, 1.0, 2.0}));
+  ASSERT_TRUE(z.first);
+  EXPECT_EQ(z.first->cell_text(), "[0,1]");
+  EXPECT_EQ(z.first->text(), "o[0, 1]: source 0, target -0");
+  EXPECT_EQ(z.first->why, "bits differ");
+}
+
+TEST(VerifyCompare, StandInFractionIsAtMostOneExactlyWhenTheToleranceHolds) {
+  // One cell, reference 1 (so the scale is 1 rounded down): the relative error rounded up.
+  const double tol = 0.25;
+  const Tensor a = tensor({1}, {1.0});
+  const OutputComparison inside =
+      compare_output(check(NodeCheck::Kind::StandIn, tol), a, tensor({1}, {1.125}));
+  EXPECT_TRUE(inside.ok());
+  EXPECT_GT(inside.worst, 0);
+  EXPECT_LE(inside.worst, 1.0);
+  const OutputComparison outside =
+      compare_output(check(NodeCheck::Kind::StandIn, tol), a, tensor({1}, {2.0}));
+  ASSERT_FALSE(outside.ok());
+  EXPECT_GT(outside.worst, 1.0);
+  EXPECT_EQ(outside.first->why.rfind("relative error 1 exceeds the bound 0.25", 0), 0u) << outside.first->why;
+  // The scale of a cell is max(|reference|, rms over the finite cells): a small reference cell
+  // next to large ones is judged against the rms.
+  const Tensor b = tensor({3}, {1e-9, 10.0, INFINITY});
+  EXPECT_TRUE(
+      compare_output(check(NodeCheck::Kind::StandIn, tol), b, tensor({3}, {1.0, 10.0, INFINITY})).ok());
+  const OutputComparison inf =
+      compare_output(check(NodeCheck::Kind::StandIn, tol), b, tensor({3}, {1e-9, 10.0, -INFINITY}));
+  ASSERT_FALSE(inf.ok());
+  EXPECT_EQ(inf.first->why, "an infinity on one side only");
+}
+
+TEST(VerifyCompare, CertifiedKindsUseTheExactDecision) {
+  // 0.0625 vs 0.06256103515625 with rel 0.00097656: just outside (verify_error_bound_test's case).
+  NodeCheck rel = check(NodeCheck::Kind::Relative, 0.00097656);
+  const OutputComparison c = compare_output(rel, tensor({1}, {0.0625}), tensor({1}, {0.06256103515625}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_GT(c.first->ratio, 1.0);
+  EXPECT_EQ(c.first->why.rfind("error 1", 0), 0u) << c.first->why;
+  EXPECT_STREQ(comparison_basis_name(rel.kind), "certified");
+  // Scaled: relative to the per-cell magnitude of the scale node, looked up in the source run.
+  NodeCheck scaled = check(NodeCheck::Kind::Scaled, 0.5);
+  scaled.scale_node = "m";
+  const TensorMap src{{"o", tensor({2}, {1.0, 1.0})}, {"m", tensor({2}, {4.0, 1.0})}};
+  const TensorMap tgt{{"o", tensor({2}, {2.0, 1.25})}};
+  const OutputComparison s = compare_output(scaled, src, tgt);
+  EXPECT_TRUE(s.ok());
+  EXPECT_DOUBLE_EQ(s.worst, 0.5);  // (error_fraction rounds up)
+}
+
+TEST(VerifyCompare, OutputsOfDifferentTypesAreOneMismatchOverEveryCell) {
+  const OutputComparison c = compare_output(check(NodeCheck::Kind::Bitwise), tensor({2, 2}, {0, 0, 0, 0}),
+                                            tensor({4}, {0, 0, 0, 0}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.mismatches, 4);
+  EXPECT_EQ(c.first->cell_text(), "[]");
+  EXPECT_EQ(c.first->why, "the two outputs have different types");
+}
+
+TEST(VerifyCompare, CompareOutputsReturnsTheFirstFailingNodeAndEveryNodesWorst) {
+  const TensorMap src{{"a", tensor({2}, {1.0, 1.0})}, {"b", tensor({1}, {1.0})}};
+  const TensorMap tgt{{"a", tensor({2}, {1.0, 1.5})}, {"b", tensor({1}, {3.0})}};
+  NodeCheck a = check(NodeCheck::Kind::Relative, 1.0), b = check(NodeCheck::Kind::Relative, 1.0);
+  a.node = "a";
+  b.node = "b";
+  std::map<std::string, double> worst;
+  const std::optional<Mismatch> m = compare_outputs({a, b}, src, tgt, &worst);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->text(), "b[0]: source 1, target 3 (2x the allowed error)");
+  EXPECT_DOUBLE_EQ(worst.at("a"), 0.5);
+  EXPECT_DOUBLE_EQ(worst.at("b"), 2.0);
+  EXPECT_EQ(compare_outputs({a, b}, src, tgt)->text(), m->text());
+}
+
+}  // namespace
+}  // namespace fp::verify
