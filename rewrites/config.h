@@ -1,6 +1,6 @@
 #pragma once
 // The tier's configuration: keys, profiles, and how they are set (profile < environment <
-// command line). Keys and profiles follow shared/spec/online_softmax.md:
+// command line). Keys and profiles follow the specification (docs/online_softmax.md):
 //
 //   key                              default  approximate  reproducible
 //   online_softmax                   false    true         false (pinned)
