@@ -40,11 +40,16 @@ void* operator new(std::size_t n) {
   count_allocation(p);
   return p;
 }
+// GCC inlines this into library code and then takes the free() for a mismatch with the standard
+// operator new it assumes; every operator new in this program is the one above, which mallocs.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept {
   if (p == nullptr) return;
   g_live.fetch_sub(malloc_usable_size(p));
   std::free(p);
 }
+#pragma GCC diagnostic pop
 void operator delete(void* p, std::size_t) noexcept {
   operator delete(p);
 }

@@ -1,7 +1,7 @@
 #pragma once
-// User errors: bad input is reported as a located diagnostic plus an exit code (ARCHITECTURE.md);
-// internal errors are bugs: reported with the command that reproduces them, exit 70 (see
-// FP_INTERNAL_CHECK).
+// User errors: bad input is reported as a located diagnostic plus an exit code
+// (docs/architecture.md, "Exit codes"); internal errors are bugs: reported with the command that
+// reproduces them, exit 70 (see FP_INTERNAL_CHECK).
 
 #include <fmt/format.h>
 

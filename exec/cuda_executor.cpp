@@ -96,12 +96,12 @@ struct Nvrtc {
       std::vector<std::string> names;
       if (const char* e = std::getenv("FLASHPROOF_NVRTC"); e && *e) names.push_back(e);
       names.push_back(std::string(FLASHPROOF_CUDA_LIBDIR) + "/libnvrtc.so");
-      for (const char* n : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-        names.push_back(std::string(FLASHPROOF_CUDA_LIBDIR) + "/" + n);
-        names.push_back(n);
+      for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+        names.push_back(std::string(FLASHPROOF_CUDA_LIBDIR) + "/" + soname);
+        names.push_back(soname);
       }
-      for (const auto& n : names)
-        if ((r.lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+      for (const auto& candidate : names)
+        if ((r.lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
       if (!r.lib) {
         r.error = "NVRTC not found: libnvrtc.so could not be loaded";
         return r;

@@ -1,6 +1,6 @@
 #pragma once
 // The tier's configuration: keys, profiles, and how they are set (profile < environment <
-// command line).
+// command line). Profiles follow the specification (docs/online_softmax.md).
 //
 // Keys are declared, not listed here: the tier declares its own (placement_config_keys(), e.g.
 // virtualize_max_inline_reduction) and every member declares its gate and options beside its

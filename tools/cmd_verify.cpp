@@ -8,8 +8,8 @@
 //                                                        replays one input set (a counterexample
 //                                                        case): exit 1 when the claim fails on it
 //
-// Reports: --format text|json|jsonl|junit|sarif, -o FILE. Exit codes (ARCHITECTURE.md): 0 all
-// proved, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 65 an error verdict or
+// Reports: --format text|json|jsonl|junit|sarif, -o FILE. Exit codes (docs/architecture.md): 0
+// all proved, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 65 an error verdict or
 // malformed input, 64 usage, 66 missing input, 70 internal error.
 #include <fmt/format.h>
 #include <fmt/ranges.h>

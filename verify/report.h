@@ -9,8 +9,8 @@
 //          unknown a failure under --fail-on=unknown and skipped otherwise
 //   sarif  SARIF 2.1.0: ruleId = the rewrite (shape) id, level error / warning / note, location
 //          = the application's source line
-// and the exit code ARCHITECTURE.md fixes: 1 when anything is refuted, 65 for an error verdict
-// (bad input), 2 when anything is unknown under --fail-on=unknown, 0 otherwise.
+// and the exit code docs/architecture.md fixes: 1 when anything is refuted, 65 for an error
+// verdict (bad input), 2 when anything is unknown under --fail-on=unknown, 0 otherwise.
 
 #include <string>
 #include <vector>

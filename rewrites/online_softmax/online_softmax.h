@@ -1,7 +1,7 @@
 #pragma once
 // The online-softmax member of the rewrite tier (id `online-softmax`, gate `online_softmax`):
-// shared/spec/online_softmax.md, first two bullets. Its shapes, applied in this order within one
-// application of the member:
+// shapes 1 and 2 of the specification (docs/online_softmax.md, "From the specification"). Its
+// shapes, applied in this order within one application of the member:
 //   1. online-softmax.normalizer-scan (normalizer_scan.h): every (max, sum-of-shifted-exp) pair
 //      over one axis becomes one scan per row; bounded claim.
 //   2. online-softmax.value-pass-hoist (value_pass_hoist.h): every reduction consuming the
@@ -14,8 +14,8 @@
 // normalized nodes and no hoist candidates; a hoisted reduction is no longer a nest either.
 //
 // online_softmax_backward and a positive online_softmax_block select shapes 3 and 4, which this
-// version of the tier does not implement: with them set, shapes 1 and 2 apply as above (the spec's
-// fallback when those shapes decline).
+// version of the tier does not implement: with them set, shapes 1 and 2 apply as above (the
+// specification's fallback when those shapes decline; docs/online_softmax.md).
 
 #include "rewrites/member.h"
 

@@ -10,7 +10,7 @@ config.test_exec_root = os.path.join(config.flashproof_binary_dir, "tests", "lit
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
 tool_dir = os.path.join(config.flashproof_binary_dir, "tools")
 config.environment["PATH"] = os.pathsep.join(
-    [tool_dir, os.path.dirname(config.filecheck), config.environment.get("PATH", os.environ.get("PATH", ""))])
+    [tool_dir, config.lit_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%flashproof", os.path.join(tool_dir, "flashproof")))
 # `script` (util-linux) gives a command a terminal: the colour tests need one.
 import shutil

@@ -79,9 +79,13 @@ void expect_bounded(const std::string& shape, const std::string& text) {
   ASSERT_GE(text.size(), kTenMB);
   const ParseCost c = parse_cost(text);
   ASSERT_GE(c.cpu_s, 0) << shape << ": the child reported nothing";
-  EXPECT_LT(c.cpu_s, 5.0) << shape;
+  // The figure (<= 1 s; the plain build takes 0.06-0.2 s); the sanitizers slow every
+  // instruction several times over.
+  EXPECT_LT(c.cpu_s, fp::testing::kAddressSanitizer ? 5.0 : 1.0) << shape;
   // (AddressSanitizer's redzones inflate every allocation: the memory figure is the plain build's.)
-  if (!fp::testing::kAddressSanitizer) EXPECT_LE(c.growth_mb, 100) << shape << " (" << c.outcome << ")";
+  if (!fp::testing::kAddressSanitizer) {
+    EXPECT_LE(c.growth_mb, 100) << shape << " (" << c.outcome << ")";
+  }
   std::printf("[ parse 10 MB ] %-22s cpu %.2f s, +%ld MB: %s\n", shape.c_str(), c.cpu_s, c.growth_mb,
               c.outcome.substr(0, 90).c_str());
 }

@@ -433,7 +433,7 @@ const StoredCase kStoredCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Placement, PlacementStores, ::testing::ValuesIn(kStoredCases),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(Placement, StoresANodeWhoseInputIsOverwrittenBeforeItsRead) {
   // Replaying a at statement 3 would read the new b.
