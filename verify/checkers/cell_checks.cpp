@@ -1,6 +1,9 @@
 // The checkers that compare covered cells at the routines' own sizes (verify/pair_check.h):
 // `bitwise` for exact claims, `relative` for a hand-written bounded:REL pair.
 
+#include <string>
+#include <utility>
+
 #include "verify/case_attach.h"
 #include "verify/checkers/builtin.h"
 
@@ -13,22 +16,22 @@ void check_cells(Verdict& v, const Task& t, const EngineOptions& o) {
   from_pair_check(v, check_pair(t.src, t.tgt, nodes, pair_check_options(t, o)), t, o, nodes);
 }
 
-}  // namespace
-
-Checker bitwise_checker() {
+Checker cell_checker(std::string id, std::string description) {
   Checker c;
-  c.id = "bitwise";
-  c.description = "every covered cell bitwise equal for every input, at the routines' sizes";
+  c.id = std::move(id);
+  c.description = std::move(description);
   c.discharge = check_cells;
   return c;
 }
 
+}  // namespace
+
+Checker bitwise_checker() {
+  return cell_checker("bitwise", "every covered cell bitwise equal for every input, at the routines' sizes");
+}
+
 Checker relative_checker() {
-  Checker c;
-  c.id = "relative";
-  c.description = "every covered cell within REL·|source| for every input (NaN positions exact)";
-  c.discharge = check_cells;
-  return c;
+  return cell_checker("relative", "every covered cell within REL·|source| for every input (NaN positions exact)");
 }
 
 }  // namespace fp::verify
