@@ -56,6 +56,10 @@ class UserError : public std::runtime_error {
     if (!(cond)) ::fp::internal_failure(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (0)
 
+// A point the code cannot reach (the end of a switch over every enumerator): reports like a failed
+// FP_INTERNAL_CHECK. A plain call, so that an unoptimized build also sees the function not return.
+#define FP_UNREACHABLE(...) ::fp::internal_failure(__FILE__, __LINE__, "unreachable", fmt::format(__VA_ARGS__))
+
 namespace fp {
 // Prints "flashproof: internal error at FILE:LINE: ..." and the command to reproduce it, flushes, and
 // ends the process with exit 70 (_Exit: no destructors, no abort signal, no core dump — the state

@@ -93,12 +93,12 @@ class Compiler {
   const LocalBinding& local(const std::string& name) const {
     for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
       if (it->name == name) return *it;
-    FP_INTERNAL_CHECK(false, "unknown local '{}'", name);
+    FP_UNREACHABLE("unknown local '{}'", name);
   }
   std::int32_t sym_slot(const std::string& name) const {
     for (auto it = syms_.rbegin(); it != syms_.rend(); ++it)
       if (it->name == name) return it->slot;
-    FP_INTERNAL_CHECK(false, "unknown loop symbol '{}'", name);
+    FP_UNREACHABLE("unknown loop symbol '{}'", name);
   }
 
   // ---- affine indices ----
@@ -224,7 +224,7 @@ class Compiler {
       case ExprKind::Ternary:
         return ternary(e);
     }
-    FP_INTERNAL_CHECK(false, "unknown expression kind {}", static_cast<int>(e.kind));
+    FP_UNREACHABLE("unknown expression kind {}", static_cast<int>(e.kind));
   }
 
   std::int32_t unary(const Expr& e) {
@@ -392,7 +392,7 @@ class Compiler {
       case StmtKind::Noop:
         return;
     }
-    FP_INTERNAL_CHECK(false, "unknown statement kind {}", static_cast<int>(s.kind));
+    FP_UNREACHABLE("unknown statement kind {}", static_cast<int>(s.kind));
   }
 
   void for_loop(const Stmt& s) {

@@ -42,7 +42,7 @@ double i32_binop(BinOp op, double a, double b) {
     case BinOp::Lt:
       return x < y ? 1.0 : 0.0;
   }
-  FP_INTERNAL_CHECK(false, "unknown binary op {}", static_cast<int>(op));
+  FP_UNREACHABLE("unknown binary op {}", static_cast<int>(op));
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ double apply_unop(UnOp op, Prec p, double a) {
       case UnOp::Sqrt:
         break;
     }
-    FP_INTERNAL_CHECK(false, "{}.i32 is float-only (the checker rejects it)", unop_name(op));
+    FP_UNREACHABLE("{}.i32 is float-only (the checker rejects it)", unop_name(op));
   }
   switch (op) {
     case UnOp::Neg:
@@ -173,7 +173,7 @@ double apply_unop(UnOp op, Prec p, double a) {
     case UnOp::Sqrt:
       return round_to(p, std::sqrt(a));
   }
-  FP_INTERNAL_CHECK(false, "unknown unary op {}", static_cast<int>(op));
+  FP_UNREACHABLE("unknown unary op {}", static_cast<int>(op));
 }
 
 double apply_binop(BinOp op, Prec p, double a, double b) {
@@ -200,7 +200,7 @@ double apply_binop(BinOp op, Prec p, double a, double b) {
     case BinOp::Lt:
       return a < b ? 1.0 : 0.0;
   }
-  FP_INTERNAL_CHECK(false, "unknown binary op {}", static_cast<int>(op));
+  FP_UNREACHABLE("unknown binary op {}", static_cast<int>(op));
 }
 
 double apply_ternop(TernOp op, Prec p, double a, double b, double c) {
@@ -211,7 +211,7 @@ double apply_ternop(TernOp op, Prec p, double a, double b, double c) {
       FP_INTERNAL_CHECK(p != Prec::I32, "fma.i32 is float-only (the checker rejects it)");
       return p == Prec::F64 ? std::fma(a, b, c) : fma_narrow(p, a, b, c);
   }
-  FP_INTERNAL_CHECK(false, "unknown ternary op {}", static_cast<int>(op));
+  FP_UNREACHABLE("unknown ternary op {}", static_cast<int>(op));
 }
 
 }  // namespace fp

@@ -172,7 +172,7 @@ const Emitter::LocalVar& Emitter::find_local(const std::string& name) const {
     auto f = it->find(name);
     if (f != it->end()) return f->second;
   }
-  FP_INTERNAL_CHECK(false, "local '{}' is not declared", name);
+  FP_UNREACHABLE("local '{}' is not declared", name);
 }
 
 // ---- values -------------------------------------------------------------------------------------
@@ -430,7 +430,7 @@ std::string Emitter::expr(const ExprP& ep) {
     case ExprKind::Ternary:
       return ternary(e);
   }
-  FP_INTERNAL_CHECK(false, "unknown expression kind");
+  FP_UNREACHABLE("unknown expression kind");
 }
 
 std::string Emitter::unary(const Expr& e) {
@@ -456,7 +456,7 @@ std::string Emitter::unary(const Expr& e) {
       if (p == Prec::F32) return "sqrtf(" + a + ")";
       return round_narrow(p, "sqrt(" + a + ")");
   }
-  FP_INTERNAL_CHECK(false, "unknown unary op");
+  FP_UNREACHABLE("unknown unary op");
 }
 
 std::string Emitter::binary(const Expr& e) {
@@ -500,7 +500,7 @@ std::string Emitter::binary(const Expr& e) {
     case BinOp::Lt:
       return fmt::format("({} < {} ? {} : {})", a, b, one, zero);
   }
-  FP_INTERNAL_CHECK(false, "unknown binary op");
+  FP_UNREACHABLE("unknown binary op");
 }
 
 std::string Emitter::ternary(const Expr& e) {

@@ -159,7 +159,7 @@ class LayerBuilder {
       case Mask::None:
         break;
     }
-    FP_INTERNAL_CHECK(false, "no condition for mask none");
+    FP_UNREACHABLE("no condition for mask none");
   }
 
   ProgramBuilder& b_;

@@ -68,7 +68,7 @@ class ExprLowerer {
       case TeOp::Const:
         return constant(round_to(prec_, e->value), prec_);
       case TeOp::Index:
-        FP_INTERNAL_CHECK(false, "index expression not caught by as_index");
+        FP_UNREACHABLE("index expression not caught by as_index");
       case TeOp::Neg:
         return fp::unary(UnOp::Neg, value(e->args[0]), prec_);
       case TeOp::Exp:
@@ -150,7 +150,7 @@ class ExprLowerer {
       case TeOp::Ne:
         return {binary(BinOp::Sub, constant(1, q), eq_(a, b), q), q};
       default:
-        FP_INTERNAL_CHECK(false, "not a comparison");
+        FP_UNREACHABLE("not a comparison");
     }
   }
 
@@ -176,7 +176,7 @@ class ExprLowerer {
       case TeOp::Ne:
         return binary(BinOp::Sub, constant(1, Prec::I32), eq_(a, b), Prec::I32);
       default:
-        FP_INTERNAL_CHECK(false, "not a comparison");
+        FP_UNREACHABLE("not a comparison");
     }
   }
 

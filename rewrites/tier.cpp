@@ -184,7 +184,7 @@ const Routine& RewriteResult::round_input(const Routine& original, int round, co
     if (s.round == round && s.member == member) return *current;
     if (s.changed) current = &s.routine;
   }
-  FP_INTERNAL_CHECK(false, "no snapshot of member {} in round {}", member, round);
+  FP_UNREACHABLE("no snapshot of member {} in round {}", member, round);
   return original;
 }
 

@@ -17,7 +17,7 @@ std::string sarif_json(const SarifLog& log) {
   auto rule_index = [&](const std::string& id) {
     for (std::size_t i = 0; i < log.rules.size(); ++i)
       if (log.rules[i].id == id) return static_cast<int>(i);
-    FP_INTERNAL_CHECK(false, "SARIF result for the undeclared rule {}", id);
+    FP_UNREACHABLE("SARIF result for the undeclared rule {}", id);
     return -1;
   };
   json results = json::array();

@@ -244,7 +244,7 @@ class Encoder {
       default:
         break;
     }
-    FP_INTERNAL_CHECK(false, "no encoding for term op {}", term_op_name(t->op));
+    FP_UNREACHABLE("no encoding for term op {}", term_op_name(t->op));
     return c_.bool_val(false);
   }
 
@@ -279,7 +279,7 @@ class Encoder {
       default:
         break;
     }
-    FP_INTERNAL_CHECK(false, "no i32 encoding for term op {}", term_op_name(t->op));
+    FP_UNREACHABLE("no i32 encoding for term op {}", term_op_name(t->op));
     return zero;
   }
 

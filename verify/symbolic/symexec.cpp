@@ -68,7 +68,7 @@ class Executor {
   std::int64_t sym(const std::string& s) const {
     for (auto it = env_.rbegin(); it != env_.rend(); ++it)
       if (it->first == s) return it->second;
-    FP_INTERNAL_CHECK(false, "unbound loop symbol {}", s);
+    FP_UNREACHABLE("unbound loop symbol {}", s);
     return 0;
   }
 
@@ -89,7 +89,7 @@ class Executor {
     for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
       for (auto l = s->rbegin(); l != s->rend(); ++l)
         if (l->name == name) return &*l;
-    FP_INTERNAL_CHECK(false, "unknown local {}", name);
+    FP_UNREACHABLE("unknown local {}", name);
     return nullptr;
   }
 
