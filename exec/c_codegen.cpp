@@ -544,14 +544,14 @@ class CGenerator {
   //     local p...; p := f(t, ...)          (phase A: lane locals only)
   //     for e...: W[i] = g(W[i], p, t, e)   (phase B: one store nest; i does not mention t)
   // runs phase A for a chunk of t into per-chunk buffers, then phase B per lane over the chunk's t
-  // with the cells of its innermost loop (at most kMaxFissionCells) kept in a small array. Same values in the same order: each cell of
-  // W sees its t in order, phase A reads nothing phase B writes, and phase B's cells are
-  // independent (it reads W only at the cell it stores). Decline anything else.
+  // with the cells of its innermost loop (at most kMaxFissionCells) kept in a small array. Same values in the
+  // same order: each cell of W sees its t in order, phase A reads nothing phase B writes, and phase B's cells
+  // are independent (it reads W only at the cell it stores). Decline anything else.
   struct Fission {
-    std::vector<const Stmt*> a;     // phase A statements
-    const Stmt* b = nullptr;        // the store nest
-    std::vector<const Stmt*> loops; // its loops, outermost first
-    const Stmt* set = nullptr;      // its store
+    std::vector<const Stmt*> a;      // phase A statements
+    const Stmt* b = nullptr;         // the store nest
+    std::vector<const Stmt*> loops;  // its loops, outermost first
+    const Stmt* set = nullptr;       // its store
   };
 
   static constexpr std::int64_t kMaxFissionCells = 256;  // the innermost loop's cells kept in registers
@@ -605,8 +605,8 @@ class CGenerator {
     for (const Stmt* a : f.a)
       if (a->kind == StmtKind::DeclareLocal) {
         const std::string b = em_.fresh_named('c', a->name);
-        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(a->prec, Dialect::C), b,
-                             kChunk * lane_->width));
+        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(a->prec, Dialect::C),
+                             b, kChunk * lane_->width));
         bufs[a->name] = {b, a->prec};
       }
     std::string t_var, t0_var;
@@ -632,7 +632,8 @@ class CGenerator {
       em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, lane_->nl));
       em_.bind_sym(lane_->lane->sym, Aff{{{lane_block_, lane_->width}, {j, 1}}, lane_->lane->from});
       em_.push_scope();
-      for (const LaneLocal& l : lane_locals_) em_.bind_local(l.name, fmt::format("{}[{}]", l.array, j), l.prec);
+      for (const LaneLocal& l : lane_locals_)
+        em_.bind_local(l.name, fmt::format("{}[{}]", l.array, j), l.prec);
       for (std::size_t k = 0; k + 1 < f.loops.size(); ++k) {
         em_.open(em_.loop_header(*f.loops[k]));
         em_.push_scope();
@@ -651,18 +652,22 @@ class CGenerator {
         em_.close();
         em_.unbind_sym(inner.sym);
       };
-      inner_loop([&](const std::string& cell, const Aff& off) { em_.line(fmt::format("{} = {};", cell, em_.load(w, off))); });
+      inner_loop([&](const std::string& cell, const Aff& off) {
+        em_.line(fmt::format("{} = {};", cell, em_.load(w, off)));
+      });
       const std::string tv = em_.fresh_named('s', loop.sym);
       em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} < {1} + {2}; ++{0})", tv, t0, cnt));
       em_.bind_sym(loop.sym, Aff{{{tv, 1}}, 0});
       em_.push_scope();
       for (const auto& [name, b] : bufs)
-        em_.bind_local(name, fmt::format("{}[({} - {}) * {} + {}]", b.first, tv, t0, lane_->width, j), b.second);
+        em_.bind_local(name, fmt::format("{}[({} - {}) * {} + {}]", b.first, tv, t0, lane_->width, j),
+                       b.second);
       inner_loop([&](const std::string& cell, const Aff&) {
         for_each_expr(f.set->value, [&](const Expr& x) {
           if (x.kind == ExprKind::Get && x.name == w.name) em_.substitute_expr(&x, cell);
         });
-        em_.line(fmt::format("{} = {};", cell, em_.convert(em_.expr(f.set->value), f.set->value->prec, w.prec)));
+        em_.line(
+            fmt::format("{} = {};", cell, em_.convert(em_.expr(f.set->value), f.set->value->prec, w.prec)));
         em_.clear_expr_substitutions();
       });
       em_.pop_scope();
@@ -745,7 +750,8 @@ class CGenerator {
     {
       const std::string j = open_lanes(true);
       em_.line(fmt::format("const int z = {}[{}] == 0.0;", arg[0], j));
-      em_.line(fmt::format("const {} e = {};", ct, exp_of(fmt::format("z ? {1}[{0}] : {2}[{0}]", j, arg[1], arg[0]))));
+      em_.line(fmt::format("const {} e = {};", ct,
+                           exp_of(fmt::format("z ? {1}[{0}] : {2}[{0}]", j, arg[1], arg[0]))));
       em_.line(fmt::format("{}[{}] = z ? ({})1 : e;", val[0], j, ct));
       em_.line(fmt::format("{0}[{1}] = z ? e : ({2}[{1}] == 0.0 ? ({3})1 : ({3})0);", val[1], j, arg[1], ct));
       close_lanes();
@@ -755,8 +761,9 @@ class CGenerator {
     // vector exp over every lane.
     const std::string any = em_.fresh("eb"), q = em_.fresh("q");
     em_.line(fmt::format("int {} = 0;", any));
-    em_.line(fmt::format("for (fpc_i64 {4} = 0; {4} < {0}; ++{4}) {1} |= ({2}[{4}] != 0.0) & ({3}[{4}] != 0.0);",
-                         lane_->nl, any, arg[0], arg[1], q));
+    em_.line(
+        fmt::format("for (fpc_i64 {4} = 0; {4} < {0}; ++{4}) {1} |= ({2}[{4}] != 0.0) & ({3}[{4}] != 0.0);",
+                    lane_->nl, any, arg[0], arg[1], q));
     em_.open(fmt::format("if ({})", any));
     em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", q, lane_->nl));
     em_.line(fmt::format("if ({0}[{4}] != 0.0 && {1}[{4}] != 0.0) {2}[{4}] = {3};", arg[0], arg[1], val[1],
@@ -838,7 +845,10 @@ class CGenerator {
       return;
     }
     const int width = std::string(ct) == "double" ? 8 : 16;
-    const std::int64_t lane_blocks = (extent(lane) + width - 1) / width;
+    // A lane block is `groups` vectors of lanes (lane_groups); one vector for now.
+    const int groups = 1;
+    const int block = width * groups;
+    const std::int64_t lane_blocks = (extent(lane) + block - 1) / block;
     const int unroll = row && extent(row) >= 4 ? 4 : 1;
     // Operands to pack: direct reads with a non-unit stride along the lane loop that do not depend
     // on the row loop, while the tile (lanes x reduced iterations) fits the stack budget.
@@ -854,13 +864,18 @@ class CGenerator {
         const std::int64_t st = flat_coefficient(x, g->indices, lane->sym);
         bool on_row = false;
         for (const auto& idx : g->indices) on_row = on_row || idx.mentions(row->sym);
-        const std::int64_t bytes = saturating_mul(reduced_trips, width) * 8;
+        const std::int64_t bytes = saturating_mul(reduced_trips, block) * 8;
         if (st == 0 || st == 1 || on_row || bytes > budget) continue;
         budget -= bytes;
         packed.push_back(g);
       }
     }
     const bool lane_first = !packed.empty();  // tiles are reused across the row loop inside
+    // Loop-invariant code motion: what the lane loop does not depend on is computed once per row
+    // block (hoisted_invariants), not once per lane block.
+    const std::vector<const Expr*> hoisted =
+        row && !lane_first ? hoisted_invariants(set.value, w, lane, unroll, reduced_trips)
+                           : std::vector<const Expr*>{};
     const std::int64_t row_blocks = row ? extent(row) / unroll : 0;
     const bool has_rest = row && row_blocks * unroll < extent(row);
     // Two passes when the row loop has a remainder and comes first: full row blocks, then the rest.
@@ -873,24 +888,25 @@ class CGenerator {
       if (parallel) em_.line(pragma(static_cast<int>(outer.size()) + 1));
       for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
       if (lane_first || !row) {
-        lane_block_loop(lane, width, lane_blocks, [&](const std::string& nl) {
-          pack_tiles(packed, shape, lane, width, nl);
+        lane_block_loop(lane, block, lane_blocks, [&](const std::string& nl) {
+          pack_tiles(packed, shape, lane, block, nl);
           if (row) {
             if (row_blocks > 0) {
               const std::string rb = em_.fresh("rb");
               em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", rb, row_blocks));
-              lanes(shape, w, lane, nl, width, row, Aff{{{rb, unroll}}, row->from}, unroll, packed);
+              lane_groups(shape, w, lane, nl, width, groups, row, Aff{{{rb, unroll}}, row->from}, unroll,
+                          packed);
               em_.close();
             }
             if (has_rest) {
               const std::string rr = em_.fresh("rr");
               em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} <= {2}; ++{0})", rr,
                                    row->from + row_blocks * unroll, row->to));
-              lanes(shape, w, lane, nl, width, row, Aff{{{rr, 1}}, 0}, 1, packed);
+              lane_groups(shape, w, lane, nl, width, groups, row, Aff{{{rr, 1}}, 0}, 1, packed);
               em_.close();
             }
           } else {
-            lanes(shape, w, lane, nl, width, nullptr, Aff{}, 1, packed);
+            lane_groups(shape, w, lane, nl, width, groups, nullptr, Aff{}, 1, packed);
           }
         });
       } else {
@@ -898,9 +914,11 @@ class CGenerator {
         Aff row_aff =
             rest_pass ? Aff{{{rb, 1}}, row->from + row_blocks * unroll} : Aff{{{rb, unroll}}, row->from};
         em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", rb, first_trips));
-        lane_block_loop(lane, width, lane_blocks, [&](const std::string& nl) {
-          lanes(shape, w, lane, nl, width, row, row_aff, rest_pass ? 1 : unroll, packed);
+        precompute_invariants(hoisted, shape, row, row_aff, rest_pass ? 1 : unroll);
+        lane_block_loop(lane, block, lane_blocks, [&](const std::string& nl) {
+          lane_groups(shape, w, lane, nl, width, groups, row, row_aff, rest_pass ? 1 : unroll, packed);
         });
+        invariants_.clear();
         em_.close();
       }
       for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
@@ -967,61 +985,201 @@ class CGenerator {
     return a;
   }
 
-  // The omp-simd lane loop: `rows` cells per lane (row symbol = row_aff + k), each loaded, carried
-  // through the reduced loops in a scalar, stored.
-  void lanes(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& nl, int width,
-             const Stmt* row, const Aff& row_aff, int rows, const std::vector<const Expr*>& packed) {
+  // A lane block of `groups` vectors of `width` lanes: a full block runs all groups in one lane
+  // loop (groups × rows accumulators per lane); a partial one (the lane loop's last block) runs
+  // group by group, each a lane loop over what is left of it.
+  void lane_groups(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& nl, int width,
+                   int groups, const Stmt* row, const Aff& row_aff, int rows,
+                   const std::vector<const Expr*>& packed) {
+    const int block = width * groups;
+    const Aff start{{{lane_block_, block}}, lane->from};
+    if (groups == 1) {
+      lanes(shape, w, lane, nl, block, {start}, {Aff{}}, row, row_aff, rows, packed);
+      return;
+    }
+    std::vector<Aff> bases, cols;
+    for (int g = 0; g < groups; ++g) {
+      Aff b = start, c;
+      b.off += g * width;
+      c.off = g * width;
+      bases.push_back(b);
+      cols.push_back(c);
+    }
+    em_.open(fmt::format("if ({} == {})", nl, block));
+    lanes(shape, w, lane, std::to_string(width), block, bases, cols, row, row_aff, rows, packed);
+    em_.close();
+    const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
+    em_.open(fmt::format("else for (fpc_i64 {0} = 0; {0} * {1} < {2}; ++{0})", g, width, nl));
+    em_.line(
+        fmt::format("const fpc_i64 {0} = {1} - {2} * {3} < {2} ? {1} - {2} * {3} : {2};", ng, nl, width, g));
+    Aff b = start, c;
+    b.terms[g] += width;
+    c.terms[g] += width;
+    lanes(shape, w, lane, ng, block, {b}, {c}, row, row_aff, rows, packed);
+    em_.close();
+  }
+
+  // The omp-simd lane loop (j < count): for each group g the lane symbol is bases[g] + j, and
+  // `rows` cells per lane and group (row symbol = row_aff + k), each loaded, carried through the
+  // reduced loops in a scalar, stored. Packed tiles are [reduced iteration][block], the group's
+  // column cols[g] + j.
+  void lanes(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& count, int block,
+             const std::vector<Aff>& bases, const std::vector<Aff>& cols, const Stmt* row, const Aff& row_aff,
+             int rows, const std::vector<const Expr*>& packed) {
     const Stmt& set = *shape.nest.set;
     const std::string j = em_.fresh("j");
     if (opts_.parallel) em_.line("#pragma omp simd");
-    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
-    em_.bind_sym(lane->sym, Aff{{{lane_block_, width}, {j, 1}}, lane->from});
-    std::vector<std::string> acc(static_cast<std::size_t>(rows));
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, count));
+    const std::size_t ng = bases.size();
+    auto bind_lane = [&](std::size_t g) {
+      Aff a = bases[g];
+      a.terms[j] += 1;
+      em_.bind_sym(lane->sym, a);
+    };
+    auto bind_row = [&](int k) {
+      if (!row) return;
+      Aff ra = row_aff;
+      ra.off += k;
+      em_.bind_sym(row->sym, ra);
+    };
+    std::vector<std::string> acc;
     std::vector<Aff> offs;
     const char* ct = codegen::ctype(w.prec, Dialect::C);
-    for (int k = 0; k < rows; ++k) {
-      if (row) {
-        Aff ra = row_aff;
-        ra.off += k;
-        em_.bind_sym(row->sym, ra);
+    for (std::size_t g = 0; g < ng; ++g) {
+      bind_lane(g);
+      for (int k = 0; k < rows; ++k) {
+        bind_row(k);
+        acc.push_back(em_.fresh("a"));
+        offs.push_back(em_.offset(w, set.indices));
+        em_.line(fmt::format("{} {} = {};", ct, acc.back(), em_.load(w, offs.back())));
       }
-      acc[static_cast<std::size_t>(k)] = em_.fresh("a");
-      offs.push_back(em_.offset(w, set.indices));
-      em_.line(fmt::format("{} {} = {};", ct, acc[static_cast<std::size_t>(k)], em_.load(w, offs.back())));
     }
     for (const Stmt* r : shape.reduced) {
       em_.open(em_.loop_header(*r));
       em_.push_scope();
     }
-    if (!packed.empty()) {
-      Aff at = reduced_linear(shape);
-      for (auto& [v, c] : at.terms) c *= width;
-      at.off *= width;
-      at.terms[j] += 1;
-      for (const Expr* g : packed) em_.substitute_expr(g, fmt::format("{}[{}]", tiles_.at(g), at.str()));
-    }
-    for (int k = 0; k < rows; ++k) {
-      if (row) {
-        Aff ra = row_aff;
-        ra.off += k;
-        em_.bind_sym(row->sym, ra);
+    const std::int64_t trips = codegen::trip_count(shape.reduced);
+    for (std::size_t g = 0; g < ng; ++g) {
+      bind_lane(g);
+      if (!packed.empty()) {
+        Aff at = reduced_linear(shape);
+        for (auto& [v, c] : at.terms) c *= block;
+        at.off *= block;
+        for (const auto& [v, c] : cols[g].terms) at.terms[v] += c;
+        at.off += cols[g].off;
+        at.terms[j] += 1;
+        for (const Expr* p : packed) em_.substitute_expr(p, fmt::format("{}[{}]", tiles_.at(p), at.str()));
       }
-      em_.substitute(w.name, acc[static_cast<std::size_t>(k)]);
-      const std::string v = em_.convert(em_.expr(set.value), set.value->prec, w.prec);
-      em_.line(fmt::format("{} = {};", acc[static_cast<std::size_t>(k)], v));
-      em_.unsubstitute(w.name);
+      for (int k = 0; k < rows; ++k) {
+        bind_row(k);
+        const std::string& a = acc[g * static_cast<std::size_t>(rows) + static_cast<std::size_t>(k)];
+        em_.substitute(w.name, a);
+        if (!invariants_.empty()) {
+          const std::string at = reduced_linear(shape).str();
+          for (const auto& [h, array] : invariants_)
+            em_.substitute_expr(h, fmt::format("{}[{} * {}LL + {}]", array, k, trips, at));
+        }
+        const std::string v = em_.convert(em_.expr(set.value), set.value->prec, w.prec);
+        em_.line(fmt::format("{} = {};", a, v));
+        for (const auto& [h, array] : invariants_) em_.unsubstitute_expr(h);
+        em_.unsubstitute(w.name);
+      }
+      em_.clear_expr_substitutions();
     }
-    em_.clear_expr_substitutions();
     for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
       em_.pop_scope();
       em_.close();
       em_.unbind_sym((*it)->sym);
     }
-    for (int k = 0; k < rows; ++k)
-      em_.line(em_.store(w, offs[static_cast<std::size_t>(k)], acc[static_cast<std::size_t>(k)]));
+    for (std::size_t i = 0; i < acc.size(); ++i) em_.line(em_.store(w, offs[i], acc[i]));
     if (row) em_.unbind_sym(row->sym);
     em_.unbind_sym(lane->sym);
     em_.close();
+  }
+
+  // Loop-invariant code motion in a reduction nest: the maximal subexpressions of the value that
+  // replay a virtual node (the costly part: a gradient chain `where(mask, ...)·scale` replayed per
+  // read) and depend neither on the lane loop nor on the stored node. Each is a pure function of
+  // the row and reduced iterations — it reads no node the nest writes (the stored node is
+  // excluded, directly and through replays) — so its value per (row, reduced iteration) can be
+  // computed ahead into an array at its own C type and read back: the same value, bit for bit,
+  // computed once per row block instead of once per lane block. Declined (nothing hoisted) when
+  // the arrays (rows × reduced iterations) would exceed the stack budget.
+  std::vector<const Expr*> hoisted_invariants(const ExprP& value, const Node& w, const Stmt* lane, int rows,
+                                              std::int64_t trips) const {
+    std::vector<const Expr*> out;
+    std::int64_t budget = opts_.stack_limit;
+    std::function<void(const ExprP&)> visit = [&](const ExprP& e) {
+      if (!e) return;
+      if (invariant_replay(*e, w, lane)) {
+        const std::int64_t bytes = saturating_mul(saturating_mul(trips, rows), 8);
+        if (bytes <= budget) {
+          budget -= bytes;
+          out.push_back(e.get());
+        }
+        return;
+      }
+      for (const auto& a : e->args) visit(a);
+    };
+    visit(value);
+    return out;
+  }
+
+  // True when `e` reads a virtual node, mentions `lane`'s symbol nowhere and reads `w` nowhere
+  // (directly or through a replay).
+  bool invariant_replay(const Expr& e, const Node& w, const Stmt* lane) const {
+    bool replays = false, ok = true;
+    std::function<void(const Expr&)> scan = [&](const Expr& x) {
+      if (x.kind == ExprKind::GetLocal) ok = false;
+      if (x.kind == ExprKind::Get || x.kind == ExprKind::EmbedIndex)
+        for (const auto& idx : x.indices) ok = ok && !idx.canonical().mentions(lane->sym);
+      if (x.kind == ExprKind::Get) {
+        if (x.name == w.name) ok = false;
+        if (plan_.is_virtual(x.name)) {
+          replays = true;
+          if (plan_.replay_reads(x.name).count(w.name) > 0) ok = false;
+        }
+      }
+      for (const auto& a : x.args)
+        if (a) scan(*a);
+    };
+    scan(e);
+    return ok && replays;
+  }
+
+  // Fills one array per hoisted expression with its value at every (row k, reduced iteration),
+  // laid out [k][reduced iteration], in the reduced loops' order; lanes() reads them back.
+  void precompute_invariants(const std::vector<const Expr*>& hoisted, const NestShape& shape, const Stmt* row,
+                             const Aff& row_aff, int rows) {
+    invariants_.clear();
+    if (hoisted.empty()) return;
+    const std::int64_t trips = codegen::trip_count(shape.reduced);
+    for (const Expr* h : hoisted) {
+      const std::string array = em_.fresh("inv");
+      invariants_.emplace_back(h, array);
+      em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(h->prec, Dialect::C),
+                           array, trips * rows));
+    }
+    for (int k = 0; k < rows; ++k) {
+      Aff ra = row_aff;
+      ra.off += k;
+      em_.bind_sym(row->sym, ra);
+      for (const Stmt* r : shape.reduced) {
+        em_.open(em_.loop_header(*r));
+        em_.push_scope();
+      }
+      const std::string at = reduced_linear(shape).str();
+      for (const auto& [h, array] : invariants_) {
+        ExprP alias(std::shared_ptr<const Expr>{}, h);  // non-owning: the routine outlives this
+        em_.line(fmt::format("{}[{} * {}LL + {}] = {};", array, k, trips, at, em_.expr(alias)));
+      }
+      for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+        em_.pop_scope();
+        em_.close();
+        em_.unbind_sym((*it)->sym);
+      }
+    }
+    em_.unbind_sym(row->sym);
   }
 
   static void collect_reads(const ExprP& e, std::vector<const Expr*>& out) {
@@ -1055,6 +1213,7 @@ class CGenerator {
   std::set<std::string> band_writes_;         // nodes the current lane band writes (never panelled)
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
   std::map<const Expr*, std::string> tiles_;  // packed reads of the current block
+  std::vector<std::pair<const Expr*, std::string>> invariants_;  // hoisted expressions -> their arrays
 };
 
 }  // namespace

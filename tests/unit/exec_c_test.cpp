@@ -22,7 +22,6 @@
 #include <regex>
 #include <sstream>
 
-#include "frontend/attention.h"
 #include "core/checker.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
@@ -35,6 +34,7 @@
 #include "exec/c_executor.h"
 #include "exec/executor.h"
 #include "exec/program_plan.h"
+#include "frontend/attention.h"
 #include "random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
@@ -323,6 +323,87 @@ TEST(ExecC, PairedExponentialsOnlyInScansAndBitwise) {
 })");
   EXPECT_FALSE(std::regex_search(generate_c(make_plan(two, test_options().placement)), paired));
   expect_bitwise({scan, two}, {"scan", "two exps"});
+}
+
+// idx.i32 is emitted as a saturated 64-bit integer, not as fpc_to_i32 of a double (the causal
+// mask's compare per score): the same cell for every index, including ones far outside i32 (they
+// saturate, docs/semantics.md §3) and ones beyond 2^53 (rounded to double by the interpreter), in
+// plain nests and in lane bands.
+TEST(ExecC, IndexToI32IsAnIntegerSaturationEqualToTheInterpreters) {
+  Routine r = parse_checked(R"(routine index_to_i32 {
+  node x : f32[6, 5] materialized input
+  node y : i32[6, 5] materialized output
+  node z : f32[6, 5] materialized output
+  for s in 0..5 {
+    for t in 0..4 {
+      y[s, t] = add.i32(idx.i32(1000000000*s - 2500000000 + t), idx.i32(1152921504606846976*t - 3*s - 1))
+      z[s, t] = where.f32(lt.i32(idx.i32(t), idx.i32(s - 1)), x[s, t], -inf:f32)
+    }
+  }
+})");
+  const std::string c = generate_c(make_plan(r, test_options().placement));
+  EXPECT_EQ(c.find("fpc_to_i32((double)"), std::string::npos);
+  const std::string causal =
+      generate_c(make_plan(build_attention(spec(Prec::F32, "causal", 9, 9)), test_options().placement));
+  EXPECT_EQ(causal.find("fpc_to_i32((double)"), std::string::npos);
+  EXPECT_NE(causal.find("2147483647LL"), std::string::npos);
+  expect_bitwise({r}, {"idx.i32"});
+}
+
+// Loop-invariant code motion in reduction nests (exec/c_codegen.cpp hoisted_invariants): a
+// replayed virtual operand that does not depend on the lane loop (the training step's
+// `where(mask)·scale` gradient chain) is computed once per row block into an array; one that
+// depends on the lane loop, or a nest without replays, is left in place. Bitwise either way, at
+// every precision, with row and lane extents that are not multiples of the unroll or the lane
+// width, and NaN/inf operands.
+TEST(ExecC, LaneInvariantReplaysAreHoistedOnlyWhenInvariantAndStayBitwise) {
+  auto routine = [](const std::string& prec, const std::string& read) {
+    return parse_checked(fmt::format(R"(routine licm {{
+  node a : {0}[9, 13] materialized input
+  node b : {0}[13, 7] materialized input
+  node m : {0}[9, 13] materialized
+  node y : {0}[9, 7] materialized output
+  for s in 0..8 {{
+    for t in 0..12 {{
+      m[s, t] = mul.{0}(where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), a[s, t], 0:{0}), 0.125:{0})
+    }}
+  }}
+  zero y
+  for s in 0..8 {{
+    for e in 0..6 {{
+      for t in 0..12 {{
+        y[s, e] = add.{0}(y[s, e], mul.{0}({1}, b[t, e]))
+      }}
+    }}
+  }}
+}})",
+                                     prec, read));
+  };
+  const std::regex hoisted(R"(\binv[0-9]+\[)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const std::string prec : {"f32", "f64", "f16", "bf16"}) {
+    rs.push_back(routine(prec, "m[s, t]"));
+    names.push_back(prec + " invariant");
+  }
+  rs.push_back(routine("f32", "m[e, t]"));
+  names.push_back("depends on the lane loop");
+  rs.push_back(routine("f32", "a[s, t]"));
+  names.push_back("no replay");
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const std::string c = generate_c(make_plan(rs[i], test_options().placement));
+    EXPECT_EQ(std::regex_search(c, hoisted), i < 4) << names[i];
+  }
+  const std::string train = generate_c(
+      make_plan(build_attention(spec(Prec::F32, "causal", 11, 11, true)), test_options().placement));
+  EXPECT_TRUE(std::regex_search(train, hoisted));
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0]}, test_options());
+  TensorMap in = random_inputs(rs[0], 3);
+  in.at("a").data[5] = NAN;
+  in.at("a").data[20] = INFINITY;
+  in.at("b").data[9] = -INFINITY;
+  EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
