@@ -845,8 +845,11 @@ class CGenerator {
       return;
     }
     const int width = std::string(ct) == "double" ? 8 : 16;
-    // A lane block is `groups` vectors of lanes (lane_groups); one vector for now.
-    const int groups = 1;
+    // Register blocking: at f32 and f64 (one IEEE operation per operation, nothing rounded by a
+    // call) a lane block is `groups` vectors of lanes, so one pass over the reduced loops keeps
+    // groups × unroll independent cells in registers and reads each row operand once for all of
+    // them. Each cell is still one lane of one accumulator, accumulating in its own order.
+    const int groups = (w.prec == Prec::F32 || w.prec == Prec::F64) && extent(lane) >= 4 * width ? 4 : 1;
     const int block = width * groups;
     const std::int64_t lane_blocks = (extent(lane) + block - 1) / block;
     const int unroll = row && extent(row) >= 4 ? 4 : 1;
@@ -1006,6 +1009,7 @@ class CGenerator {
       cols.push_back(c);
     }
     em_.open(fmt::format("if ({} == {})", nl, block));
+    em_.line(fmt::format("/* register block: {} vectors of {} lanes x {} rows */", groups, width, rows));
     lanes(shape, w, lane, std::to_string(width), block, bases, cols, row, row_aff, rows, packed);
     em_.close();
     const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
@@ -1112,7 +1116,8 @@ class CGenerator {
     std::function<void(const ExprP&)> visit = [&](const ExprP& e) {
       if (!e) return;
       if (invariant_replay(*e, w, lane)) {
-        const std::int64_t bytes = saturating_mul(saturating_mul(trips, rows), 8);
+        const std::int64_t cell = std::string(codegen::ctype(e->prec, Dialect::C)) == "double" ? 8 : 4;
+        const std::int64_t bytes = saturating_mul(saturating_mul(trips, rows), cell);
         if (bytes <= budget) {
           budget -= bytes;
           out.push_back(e.get());

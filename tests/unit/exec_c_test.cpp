@@ -406,6 +406,83 @@ TEST(ExecC, LaneInvariantReplaysAreHoistedOnlyWhenInvariantAndStayBitwise) {
   EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
+// Register-blocked reduction nests (exec/c_codegen.cpp lane_groups): at f32 and f64 a lane block
+// of 4 vectors × 4 rows of independent cells, chosen from the nest's shape (program_plan.h
+// NestShape), never for a nest whose per-cell order a reordering would change — one that reads
+// the stored node at another cell, or stores through a skewed index — and never at f16/bf16.
+// Bitwise against the interpreter with extents that are multiples of no lane, group or row
+// width, operands read transposed (packed) and contiguous, reduced loops outside the target
+// loops, a mask, and NaN/±inf operands.
+TEST(ExecC, RegisterBlockedContractionsOnlyWhereThePerCellOrderIsKept) {
+  auto nest = [](const std::string& prec, const std::string& loops, const std::string& store,
+                 const std::string& rhs) {
+    return parse_checked(fmt::format(R"(routine blocked {{
+  node x : {0}[19, 13] materialized input
+  node b : {0}[70, 19] materialized input
+  node c : {0}[19, 70] materialized input
+  node y : {0}[13, 70] materialized output
+  zero y
+  {1} {{
+    {2} = add.{0}({2}, {3})
+  }} }} }}
+}})",
+                                     prec, loops, store, rhs));
+  };
+  const std::string natural = "for s in 0..12 { for e in 0..69 { for t in 0..18";
+  const std::string reduced_outside = "for t in 0..18 { for s in 0..12 { for e in 0..69";
+  struct Case {
+    std::string name;
+    Routine r;
+    bool blocked;
+  };
+  std::vector<Case> cases;
+  for (const std::string prec : {"f32", "f64"}) {
+    cases.push_back({prec + " contiguous",
+                     nest(prec, natural, "y[s, e]", fmt::format("mul.{0}(x[t, s], c[t, e])", prec)), true});
+    cases.push_back({prec + " transposed (packed)",
+                     nest(prec, reduced_outside, "y[s, e]", fmt::format("mul.{0}(x[t, s], b[e, t])", prec)),
+                     true});
+    cases.push_back(
+        {prec + " masked",
+         nest(prec, natural, "y[s, e]",
+              fmt::format("where.{0}(lt.i32(idx.i32(e), idx.i32(s + 40)), mul.{0}(x[t, s], c[t, e]), 0:{0})",
+                          prec)),
+         true});
+  }
+  for (const std::string prec : {"f16", "bf16"})
+    cases.push_back({prec + " lanes only",
+                     nest(prec, natural, "y[s, e]", fmt::format("mul.{0}(x[t, s], c[t, e])", prec)), false});
+  cases.push_back({"reads another cell of y",
+                   nest("f32", "for s in 0..12 { for e in 1..69 { for t in 0..18", "y[s, e]",
+                        "mul.f32(y[s, e - 1], c[t, e])"),
+                   false});
+  cases.push_back({"skewed store",
+                   nest("f32", "for s in 0..12 { for e in 0..50 { for t in 0..18", "y[s, e + t]",
+                        "mul.f32(x[t, s], c[t, e])"),
+                   false});
+  const std::regex blocked(R"(register block: 4 vectors)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, blocked), c.blocked) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0], rs[1]}, test_options());
+  for (std::size_t i = 0; i < 2; ++i) {
+    TensorMap in = random_inputs(rs[i], 8);
+    in.at("x").data[7] = NAN;
+    in.at("c").data[100] = INFINITY;
+    in.at("c").data[300] = -INFINITY;
+    in.at("b").data[21] = INFINITY;
+    for (int t = 0; t < 19; ++t)
+      in.at("c").data[static_cast<std::size_t>(t * 70 + 33)] = NAN;  // a NaN column
+    EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in))) << names[i];
+  }
+}
+
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
   std::vector<Routine> rs;
   for (std::int64_t d : {4, 24}) {
