@@ -845,21 +845,19 @@ class CGenerator {
       return;
     }
     const int width = std::string(ct) == "double" ? 8 : 16;
-    // Register blocking: at f32 and f64 (one IEEE operation per operation, nothing rounded by a
-    // call) a lane block is `groups` vectors of lanes, so one pass over the reduced loops keeps
-    // groups × unroll independent cells in registers and reads each row operand once for all of
-    // them. Each cell is still one lane of one accumulator, accumulating in its own order.
-    const int groups = (w.prec == Prec::F32 || w.prec == Prec::F64) && extent(lane) >= 4 * width ? 4 : 1;
-    const int block = width * groups;
-    const std::int64_t lane_blocks = (extent(lane) + block - 1) / block;
+    if (!row && rows_in_panels(shape, w, lane, outer, width)) {
+      em_.close();
+      return;
+    }
     const int unroll = row && extent(row) >= 4 ? 4 : 1;
     // Operands to pack: direct reads with a non-unit stride along the lane loop that do not depend
     // on the row loop, while the tile (lanes x reduced iterations) fits the stack budget.
     std::int64_t reduced_trips = codegen::trip_count(shape.reduced);
-    std::vector<const Expr*> packed;
-    if (row) {
-      std::vector<const Expr*> reads;
-      collect_reads(set.value, reads);
+    std::vector<const Expr*> reads;
+    collect_reads(set.value, reads);
+    auto pack_plan = [&](int block) {
+      std::vector<const Expr*> out;
+      if (!row) return out;
       std::int64_t budget = opts_.stack_limit;
       for (const Expr* g : reads) {
         if (g->name == w.name || plan_.is_virtual(g->name)) continue;
@@ -870,9 +868,28 @@ class CGenerator {
         const std::int64_t bytes = saturating_mul(reduced_trips, block) * 8;
         if (st == 0 || st == 1 || on_row || bytes > budget) continue;
         budget -= bytes;
-        packed.push_back(g);
+        out.push_back(g);
+      }
+      return out;
+    };
+    // Register blocking: at f32 and f64 (one IEEE operation per operation, nothing rounded by a
+    // call) a lane block is `groups` vectors of lanes, so one pass over the reduced loops keeps
+    // groups × unroll independent cells in registers and reads each row operand once for all of
+    // them. Each cell is still one lane of one accumulator, accumulating in its own order. Not
+    // when a read strided along the lanes stays unpacked: 4 vectors of such gathers only touch
+    // more lines at once.
+    int groups = (w.prec == Prec::F32 || w.prec == Prec::F64) && extent(lane) >= 4 * width ? 4 : 1;
+    std::vector<const Expr*> packed = pack_plan(width * groups);
+    for (const Expr* g : reads) {
+      if (groups == 1 || g->name == w.name) continue;
+      const std::int64_t st = flat_coefficient(plan_.node(g->name), g->indices, lane->sym);
+      if (st != 0 && st != 1 && std::find(packed.begin(), packed.end(), g) == packed.end()) {
+        groups = 1;
+        packed = pack_plan(width);
       }
     }
+    const int block = width * groups;
+    const std::int64_t lane_blocks = (extent(lane) + block - 1) / block;
     const bool lane_first = !packed.empty();  // tiles are reused across the row loop inside
     // Loop-invariant code motion: what the lane loop does not depend on is computed once per row
     // block (hoisted_invariants), not once per lane block.
@@ -930,6 +947,145 @@ class CGenerator {
       }
     }
     em_.close();
+  }
+
+  // Row reductions (one target loop, e.g. a row max or sum `m[s] = max(m[s], x[s, t])`): the lanes
+  // are rows, so an operand read along the rows (stride 1 in the one reduced loop, another stride
+  // across the lanes) would be a gather per iteration, `lanes` lines at once, all in one cache set
+  // when the row stride is a multiple of 4 KiB. Instead the reduced loop runs in chunks: per chunk
+  // each such operand is copied row by row (contiguous reads) into a panel [chunk][lanes], then
+  // the lanes accumulate over the chunk from the panel. A cell's accumulator is stored after each
+  // chunk and loaded before the next (exact at its precision), so every cell still sees its
+  // iterations in order. A virtual operand is replayed into the panel (its value at its own C
+  // type, a pure function of the row and the iteration: declined when its replay reads the stored
+  // node). Returns false, emitting nothing, when the nest has no such operand.
+  bool rows_in_panels(const NestShape& shape, const Node& w, const Stmt* lane,
+                      const std::vector<const Stmt*>& outer, int width) {
+    if (shape.reduced.size() != 1) return false;
+    const Stmt& set = *shape.nest.set;
+    const Stmt* red = shape.reduced[0];
+    std::vector<const Expr*> reads, panel;
+    collect_reads(set.value, reads);
+    std::int64_t cells = 0;
+    for (const Expr* g : reads) {
+      if (g->name == w.name) continue;
+      const Node& x = plan_.node(g->name);
+      const std::int64_t st = flat_coefficient(x, g->indices, lane->sym);
+      if (st == 0 || st == 1 || flat_coefficient(x, g->indices, red->sym) != 1) continue;
+      if (plan_.is_virtual(g->name) && plan_.replay_reads(g->name).count(w.name) > 0) continue;
+      panel.push_back(g);
+      cells += std::string(codegen::ctype(g->prec, Dialect::C)) == "double" ? 8 : 4;
+    }
+    if (panel.empty()) return false;
+    const std::int64_t extent = red->to - red->from + 1;
+    // Several vectors of rows at f32 and f64: independent accumulator chains (a row max is a chain
+    // of dependent max operations per cell; contiguous panels make the extra rows cheap).
+    const int groups =
+        (w.prec == Prec::F32 || w.prec == Prec::F64) && lane->to - lane->from + 1 >= 4 * width ? 4 : 1;
+    const int block = width * groups;
+    const std::int64_t chunk = std::clamp<std::int64_t>(opts_.stack_limit / (cells * block), 8, 256);
+    const std::int64_t lane_blocks = (lane->to - lane->from + 1 + block - 1) / block;
+    if (opts_.parallel && saturating_mul(codegen::trip_count(outer), lane_blocks) >= 2)
+      em_.line(pragma(static_cast<int>(outer.size()) + 1));
+    for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
+    lane_block_loop(lane, block, lane_blocks, [&](const std::string& nl) {
+      std::map<const Expr*, std::string> tiles;
+      for (const Expr* g : panel) {
+        tiles[g] = em_.fresh("panel");
+        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(g->prec, Dialect::C),
+                             tiles[g], chunk * block));
+      }
+      const std::string c0 = em_.fresh("c"), cn = em_.fresh("cn");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; {0} += {2})", c0, extent, chunk));
+      em_.line(
+          fmt::format("const fpc_i64 {0} = {1}LL - {2} < {3} ? {1}LL - {2} : {3};", cn, extent, c0, chunk));
+      for (const Expr* g : panel) {
+        const std::string j = em_.fresh("j"), tt = em_.fresh("tt");
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
+        em_.bind_sym(lane->sym, Aff{{{lane_block_, block}, {j, 1}}, lane->from});
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", tt, cn));
+        em_.bind_sym(red->sym, Aff{{{c0, 1}, {tt, 1}}, red->from});
+        em_.push_scope();
+        ExprP alias(std::shared_ptr<const Expr>{}, g);  // non-owning: the routine outlives this
+        em_.line(fmt::format("{}[{} * {} + {}] = {};", tiles[g], tt, block, j, em_.expr(alias)));
+        em_.pop_scope();
+        em_.close();
+        em_.unbind_sym(red->sym);
+        em_.close();
+        em_.unbind_sym(lane->sym);
+      }
+      // The accumulation over the chunk: lanes j < count, group g's lane at bases[g] + j and its
+      // panel column cols[g] + j; several groups are independent accumulator chains.
+      auto accumulate = [&](const std::string& count, const std::vector<Aff>& bases,
+                            const std::vector<Aff>& cols) {
+        const std::string j = em_.fresh("j"), tt = em_.fresh("tt");
+        if (opts_.parallel) em_.line("#pragma omp simd");
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, count));
+        std::vector<std::string> acc;
+        std::vector<Aff> at;
+        for (const Aff& b : bases) {
+          Aff l = b;
+          l.terms[j] += 1;
+          em_.bind_sym(lane->sym, l);
+          acc.push_back(em_.fresh("a"));
+          at.push_back(em_.offset(w, set.indices));
+          em_.line(fmt::format("{} {} = {};", codegen::ctype(w.prec, Dialect::C), acc.back(),
+                               em_.load(w, at.back())));
+        }
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", tt, cn));
+        em_.bind_sym(red->sym, Aff{{{c0, 1}, {tt, 1}}, red->from});
+        em_.push_scope();
+        for (std::size_t g = 0; g < bases.size(); ++g) {
+          Aff l = bases[g];
+          l.terms[j] += 1;
+          em_.bind_sym(lane->sym, l);
+          Aff col = cols[g];
+          col.terms[j] += 1;
+          for (const Expr* p : panel)
+            em_.substitute_expr(p, fmt::format("{}[{} * {} + {}]", tiles[p], tt, block, col.str()));
+          em_.substitute(w.name, acc[g]);
+          em_.line(
+              fmt::format("{} = {};", acc[g], em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
+          em_.unsubstitute(w.name);
+          em_.clear_expr_substitutions();
+        }
+        em_.pop_scope();
+        em_.close();
+        em_.unbind_sym(red->sym);
+        for (std::size_t g = 0; g < bases.size(); ++g) em_.line(em_.store(w, at[g], acc[g]));
+        em_.close();
+        em_.unbind_sym(lane->sym);
+      };
+      const Aff start{{{lane_block_, block}}, lane->from};
+      if (groups == 1) {
+        accumulate(nl, {start}, {Aff{}});
+      } else {
+        std::vector<Aff> bases, cols;
+        for (int g = 0; g < groups; ++g) {
+          Aff b = start, c;
+          b.off += g * width;
+          c.off = g * width;
+          bases.push_back(b);
+          cols.push_back(c);
+        }
+        em_.open(fmt::format("if ({} == {})", nl, block));
+        em_.line(fmt::format("/* register block: {} vectors of {} lanes, rows in panels */", groups, width));
+        accumulate(std::to_string(width), bases, cols);
+        em_.close();
+        const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
+        em_.open(fmt::format("else for (fpc_i64 {0} = 0; {0} * {1} < {2}; ++{0})", g, width, nl));
+        em_.line(fmt::format("const fpc_i64 {0} = {1} - {2} * {3} < {2} ? {1} - {2} * {3} : {2};", ng, nl,
+                             width, g));
+        Aff b = start, c;
+        b.terms[g] += width;
+        c.terms[g] += width;
+        accumulate(ng, {b}, {c});
+        em_.close();
+      }
+      em_.close();
+    });
+    for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
+    return true;
   }
 
   // for (tb) { nl = lanes in this block; body(nl) } with the lane loop's symbol left to lanes().

@@ -483,6 +483,70 @@ TEST(ExecC, RegisterBlockedContractionsOnlyWhereThePerCellOrderIsKept) {
   }
 }
 
+// Row reductions in panels (exec/c_codegen.cpp rows_in_panels): a row max or sum whose operand
+// is read along the rows (a direct read, or a virtual one replayed into the panel) runs over
+// chunks of the reduced loop from a contiguous copy, several vectors of rows at a time at
+// f32/f64; a row reduction whose operand is contiguous across the rows is left alone. Bitwise,
+// with row and reduced extents that are multiples of no lane, group or chunk width, at every
+// precision, and rows holding NaN and ±inf.
+TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
+  auto routine = [](const std::string& prec, const std::string& op, const std::string& read) {
+    return parse_checked(fmt::format(R"(routine rows {{
+  node x : {0}[70, 300] materialized input
+  node xt : {0}[300, 70] materialized input
+  node sc : {0}[70, 300] materialized
+  node m : {0}[70] materialized output
+  for s in 0..69 {{
+    for t in 0..299 {{
+      sc[s, t] = mul.{0}(x[s, t], 0.125:{0})
+    }}
+  }}
+  for s in 0..69 {{
+    m[s] = -inf:{0}
+  }}
+  for s in 0..69 {{
+    for t in 0..299 {{
+      m[s] = {1}.{0}(m[s], {2})
+    }}
+  }}
+}})",
+                                     prec, op, read));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool panels, blocked;
+  };
+  std::vector<Case> cases;
+  for (const std::string prec : {"f32", "f64", "f16", "bf16"}) {
+    const bool wide = prec == "f32" || prec == "f64";
+    cases.push_back({prec + " max of a replayed operand", routine(prec, "max", "sc[s, t]"), true, wide});
+    cases.push_back({prec + " sum of a direct operand", routine(prec, "add", "x[s, t]"), true, wide});
+  }
+  cases.push_back({"operand contiguous across rows", routine("f32", "max", "xt[t, s]"), false, false});
+  const std::regex panel(R"(\bpanel[0-9]+\[)"), blocked(R"(rows in panels)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, panel), c.panels) << c.name;
+    EXPECT_EQ(std::regex_search(src, blocked), c.blocked) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0], rs[1], rs[4]}, test_options());
+  for (std::size_t i = 0; i < 3; ++i) {
+    TensorMap in = random_inputs(rs[i == 2 ? 4 : i], 9);
+    for (int t = 0; t < 300; ++t)
+      in.at("x").data[static_cast<std::size_t>(3 * 300 + t)] = -INFINITY;  // a -inf row
+    in.at("x").data[5 * 300 + 299] = NAN;
+    in.at("x").data[66 * 300 + 257] = INFINITY;
+    in.at("x").data[67 * 300 + 0] = -0.0;
+    EXPECT_TRUE(bitwise_equal(interpret(rs[i == 2 ? 4 : i], in), progs[i]->run(in))) << i;
+  }
+}
+
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
   std::vector<Routine> rs;
   for (std::int64_t d : {4, 24}) {
