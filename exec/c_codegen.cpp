@@ -1321,24 +1321,26 @@ class CGenerator {
       em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(h->prec, Dialect::C),
                            array, trips * rows));
     }
+    // The rows innermost: one pass over the reduced iterations fills every row, so operands read
+    // across the rows (a column of a row-major node) are read one cache line for all rows.
+    for (const Stmt* r : shape.reduced) {
+      em_.open(em_.loop_header(*r));
+      em_.push_scope();
+    }
+    const std::string at = reduced_linear(shape).str();
     for (int k = 0; k < rows; ++k) {
       Aff ra = row_aff;
       ra.off += k;
       em_.bind_sym(row->sym, ra);
-      for (const Stmt* r : shape.reduced) {
-        em_.open(em_.loop_header(*r));
-        em_.push_scope();
-      }
-      const std::string at = reduced_linear(shape).str();
       for (const auto& [h, array] : invariants_) {
         ExprP alias(std::shared_ptr<const Expr>{}, h);  // non-owning: the routine outlives this
         em_.line(fmt::format("{}[{} * {}LL + {}] = {};", array, k, trips, at, em_.expr(alias)));
       }
-      for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
-        em_.pop_scope();
-        em_.close();
-        em_.unbind_sym((*it)->sym);
-      }
+    }
+    for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+      em_.pop_scope();
+      em_.close();
+      em_.unbind_sym((*it)->sym);
     }
     em_.unbind_sym(row->sym);
   }
