@@ -50,25 +50,81 @@ static void fpx_account(fpx_ctx* ctx, int64_t bytes) {
 }
 /* Buffers are 64-byte aligned; from 4 MiB on, 2 MiB aligned and backed by transparent huge pages
  * where the kernel offers them (a fresh buffer's page faults are otherwise a large part of its
- * cost: the memory report's buffers are allocated on every run). */
+ * cost: the memory report's buffers are allocated on every run). A released buffer of 1 MiB or more
+ * is kept in a small pool (at most FPX_POOL buffers, FPX_POOL_BYTES in all, shared by the programs
+ * of this object, emptied when it is unloaded) and handed to the next allocation of the same
+ * rounded size and alignment: a program run again reuses its buffers instead of faulting fresh
+ * pages in. The counts (live, peak) are unchanged: they count buffers in use, not the pool. */
+#define FPX_POOL 16
+#define FPX_POOL_BYTES ((size_t)2 << 30)
+static void* fpx_pool_ptr[FPX_POOL];
+static size_t fpx_pool_size[FPX_POOL];
+static size_t fpx_pool_align[FPX_POOL];
+static size_t fpx_pool_total;
+static char fpx_pool_lock;
+static void fpx_pool_acquire(void) {
+  while (__atomic_test_and_set(&fpx_pool_lock, __ATOMIC_ACQUIRE)) {
+  }
+}
+static void fpx_pool_unlock(void) { __atomic_clear(&fpx_pool_lock, __ATOMIC_RELEASE); }
+static void* fpx_pool_take(size_t rounded, size_t align) {
+  void* p = 0;
+  fpx_pool_acquire();
+  for (int i = 0; i < FPX_POOL && !p; ++i)
+    if (fpx_pool_ptr[i] && fpx_pool_size[i] == rounded && fpx_pool_align[i] == align) {
+      p = fpx_pool_ptr[i];
+      fpx_pool_ptr[i] = 0;
+      fpx_pool_total -= rounded;
+    }
+  fpx_pool_unlock();
+  return p;
+}
+static int fpx_pool_give(void* p, size_t rounded, size_t align) {
+  int kept = 0;
+  if (rounded < ((size_t)1 << 20)) return 0;
+  fpx_pool_acquire();
+  for (int i = 0; i < FPX_POOL && !kept; ++i)
+    if (!fpx_pool_ptr[i] && fpx_pool_total + rounded <= FPX_POOL_BYTES) {
+      fpx_pool_ptr[i] = p;
+      fpx_pool_size[i] = rounded;
+      fpx_pool_align[i] = align;
+      fpx_pool_total += rounded;
+      kept = 1;
+    }
+  fpx_pool_unlock();
+  return kept;
+}
+__attribute__((destructor)) static void fpx_pool_drain(void) {
+  for (int i = 0; i < FPX_POOL; ++i) {
+    free(fpx_pool_ptr[i]);
+    fpx_pool_ptr[i] = 0;
+  }
+  fpx_pool_total = 0;
+}
+static size_t fpx_align_of(size_t n) { return n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64; }
 static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero) {
   void* p = 0;
   size_t n = (size_t)(bytes > 0 ? bytes : 1);
-  size_t align = n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
+  size_t align = fpx_align_of(n);
   size_t rounded = (n + align - 1) / align * align;
-  if (posix_memalign(&p, align, rounded) != 0) {
-    ctx->failed_bytes = bytes;
-    return 0;
-  }
+  p = fpx_pool_take(rounded, align);
+  if (!p) {
+    if (posix_memalign(&p, align, rounded) != 0) {
+      ctx->failed_bytes = bytes;
+      return 0;
+    }
 #ifdef MADV_HUGEPAGE
-  if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
+    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
 #endif
+  }
   if (zero) memset(p, 0, n);
   fpx_account(ctx, bytes);
   return p;
 }
 static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes) {
-  free(p);
+  size_t n = (size_t)(bytes > 0 ? bytes : 1);
+  size_t align = fpx_align_of(n);
+  if (!fpx_pool_give(p, (n + align - 1) / align * align, align)) free(p);
   fpx_account(ctx, -bytes);
 }
 static inline fpc_i32 fpx_i32_max(fpc_i32 a, fpc_i32 b) { return a > b ? a : b; }
