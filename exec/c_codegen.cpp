@@ -1008,7 +1008,8 @@ class CGenerator {
   // Row reductions (one target loop, e.g. a row max or sum `m[s] = max(m[s], x[s, t])`): the lanes
   // are rows, so an operand read along the rows (stride 1 in the one reduced loop, another stride
   // across the lanes) would be a gather per iteration, `lanes` lines at once, all in one cache set
-  // when the row stride is a multiple of 4 KiB. Instead the reduced loop runs in chunks: per chunk
+  // when the row stride is a multiple of 4 KiB. Instead the reduced loop runs in chunks (the panels
+  // 16 KiB in all): per chunk
   // each such operand is copied row by row (contiguous reads) into a panel [chunk][lanes], then
   // the lanes accumulate over the chunk from the panel. A cell's accumulator is stored after each
   // chunk and loaded before the next (exact at its precision), so every cell still sees its
@@ -1039,7 +1040,10 @@ class CGenerator {
     const int groups =
         (w.prec == Prec::F32 || w.prec == Prec::F64) && lane->to - lane->from + 1 >= 4 * width ? 4 : 1;
     const int block = width * groups;
-    const std::int64_t chunk = std::clamp<std::int64_t>(opts_.stack_limit / (cells * block), 8, 256);
+    // Panels of 16 KiB in all: they are written with a stride and read back at once, so they
+    // must stay in L1 (a 64 KiB panel made the row max slower than the gathers it replaces).
+    const std::int64_t chunk = std::clamp<std::int64_t>(
+        std::min<std::int64_t>(opts_.stack_limit, 16 * 1024) / (cells * block), 8, 256);
     const std::int64_t lane_blocks = (lane->to - lane->from + 1 + block - 1) / block;
     if (opts_.parallel && saturating_mul(codegen::trip_count(outer), lane_blocks) >= 2)
       em_.line(pragma(static_cast<int>(outer.size()) + 1));
