@@ -581,6 +581,32 @@ TEST(ExecC, PooledBuffersAreZeroedAgainWhenTheirZerosAreRead) {
   }
 }
 
+// The attention programs at sizes where every new schedule is taken (register blocks with a
+// partial block, rows in panels, hoisted gradient chains): sq 70, sk 67, d 64, e 65, forward and
+// training step (f32, f64), no mask and causal (a NaN fill too), forward at f16 and bf16 too —
+// bitwise.
+TEST(ExecC, AttentionAtRegisterBlockSizesBitwise) {
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (Prec p : {Prec::F32, Prec::F64, Prec::F16, Prec::BF16})
+    for (const std::string mask : {"none", "causal"})
+      for (bool train : {false, true}) {
+        if (train && (p == Prec::F16 || p == Prec::BF16)) continue;  // the interpreter's slowest case
+        AttentionSpec s = spec(p, mask, 70, 67, train, p == Prec::F32 && mask == "causal" ? "nan" : "-inf");
+        s.batch = 1;
+        s.heads = 1;
+        s.d = 64;
+        s.e = 65;
+        rs.push_back(build_attention(s));
+        names.push_back(fmt::format("{} {} {}", prec_name(p), mask, train ? "train" : "forward"));
+      }
+  const std::string c = generate_c(make_plan(rs[3], test_options().placement));  // f32 causal train
+  EXPECT_NE(c.find("register block: 4 vectors"), std::string::npos);
+  EXPECT_NE(c.find("rows in panels"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(c, std::regex(R"(\binv[0-9]+\[)")));
+  expect_bitwise(rs, names);
+}
+
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
   std::vector<Routine> rs;
   for (std::int64_t d : {4, 24}) {
