@@ -54,7 +54,11 @@ static void fpx_account(fpx_ctx* ctx, int64_t bytes) {
  * is kept in a small pool (at most FPX_POOL buffers, FPX_POOL_BYTES in all, shared by the programs
  * of this object, emptied when it is unloaded) and handed to the next allocation of the same
  * rounded size and alignment: a program run again reuses its buffers instead of faulting fresh
- * pages in. The counts (live, peak) are unchanged: they count buffers in use, not the pool. */
+ * pages in. `limit` is the running program's memory-report peak: the pool keeps a buffer only
+ * while the buffers in use plus the pool stay within it, and is emptied before a fresh allocation
+ * would take them above it, so the pool never raises the memory a run holds above the report's
+ * peak (it is memory kept between runs). The counts (live, peak) count buffers in use, as the
+ * report does, never the pool. */
 #define FPX_POOL 16
 #define FPX_POOL_BYTES ((size_t)2 << 30)
 static void* fpx_pool_ptr[FPX_POOL];
@@ -79,12 +83,13 @@ static void* fpx_pool_take(size_t rounded, size_t align) {
   fpx_pool_unlock();
   return p;
 }
-static int fpx_pool_give(void* p, size_t rounded, size_t align) {
+static int fpx_pool_give(void* p, size_t rounded, size_t align, size_t in_use, size_t limit) {
   int kept = 0;
   if (rounded < ((size_t)1 << 20)) return 0;
   fpx_pool_acquire();
   for (int i = 0; i < FPX_POOL && !kept; ++i)
-    if (!fpx_pool_ptr[i] && fpx_pool_total + rounded <= FPX_POOL_BYTES) {
+    if (!fpx_pool_ptr[i] && fpx_pool_total + rounded <= FPX_POOL_BYTES &&
+        in_use + fpx_pool_total + rounded <= limit) {
       fpx_pool_ptr[i] = p;
       fpx_pool_size[i] = rounded;
       fpx_pool_align[i] = align;
@@ -94,21 +99,37 @@ static int fpx_pool_give(void* p, size_t rounded, size_t align) {
   fpx_pool_unlock();
   return kept;
 }
-__attribute__((destructor)) static void fpx_pool_drain(void) {
+static void fpx_pool_empty(void) {
+  fpx_pool_acquire();
   for (int i = 0; i < FPX_POOL; ++i) {
     free(fpx_pool_ptr[i]);
     fpx_pool_ptr[i] = 0;
   }
   fpx_pool_total = 0;
+  fpx_pool_unlock();
+}
+__attribute__((destructor)) static void fpx_pool_drain(void) { fpx_pool_empty(); }
+/* Empties the pool when it and `rounded` fresh bytes would take the buffers in use over `limit`. */
+static void fpx_pool_fit(size_t in_use, size_t rounded, size_t limit) {
+  fpx_pool_acquire();
+  if (fpx_pool_total > 0 && in_use + fpx_pool_total + rounded > limit) {
+    for (int i = 0; i < FPX_POOL; ++i) {
+      free(fpx_pool_ptr[i]);
+      fpx_pool_ptr[i] = 0;
+    }
+    fpx_pool_total = 0;
+  }
+  fpx_pool_unlock();
 }
 static size_t fpx_align_of(size_t n) { return n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64; }
-static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero) {
+static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero, int64_t limit) {
   void* p = 0;
   size_t n = (size_t)(bytes > 0 ? bytes : 1);
   size_t align = fpx_align_of(n);
   size_t rounded = (n + align - 1) / align * align;
   p = fpx_pool_take(rounded, align);
   if (!p) {
+    fpx_pool_fit((size_t)ctx->live, rounded, (size_t)limit);
     if (posix_memalign(&p, align, rounded) != 0) {
       ctx->failed_bytes = bytes;
       return 0;
@@ -121,11 +142,11 @@ static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero) {
   fpx_account(ctx, bytes);
   return p;
 }
-static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes) {
+static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes, int64_t limit) {
   size_t n = (size_t)(bytes > 0 ? bytes : 1);
   size_t align = fpx_align_of(n);
-  if (!fpx_pool_give(p, (n + align - 1) / align * align, align)) free(p);
   fpx_account(ctx, -bytes);
+  if (!fpx_pool_give(p, (n + align - 1) / align * align, align, (size_t)ctx->live, (size_t)limit)) free(p);
 }
 static inline fpc_i32 fpx_i32_max(fpc_i32 a, fpc_i32 b) { return a > b ? a : b; }
 static inline fpc_i32 fpx_i32_min(fpc_i32 a, fpc_i32 b) { return a < b ? a : b; }
@@ -184,7 +205,8 @@ class CGenerator {
       if (plan_.is_virtual(n.name) || n.is_input || plan_.span[i].first < 0 ||
           stack_buffer(static_cast<int>(i)))
         continue;
-      em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL);", em_.buffer(n.name), em_.node_bytes(n)));
+      em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL, {2}LL);", em_.buffer(n.name),
+                           em_.node_bytes(n), plan_.report.peak_bytes));
     }
     em_.line("return 1;");
     em_.close();
@@ -210,8 +232,8 @@ class CGenerator {
       const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
       if (n.is_input || plan_.is_virtual(n.name) || stack_buffer(i)) continue;
       const bool zero = plan_.top.empty() || !plan_.overwritten_first(i);
-      em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3});", em_.buffer(n.name),
-                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0));
+      em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3}, {4}LL);", em_.buffer(n.name),
+                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0, plan_.report.peak_bytes));
       em_.line(fmt::format("if (!{}) goto fpx_fail;", em_.buffer(n.name)));
     }
   }
@@ -225,7 +247,8 @@ class CGenerator {
                              sanitize_comment(n.name)));
         continue;
       }
-      em_.line(fmt::format("fpx_release(ctx, {0}, {1}LL); {0} = 0;", em_.buffer(n.name), em_.node_bytes(n)));
+      em_.line(fmt::format("fpx_release(ctx, {0}, {1}LL, {2}LL); {0} = 0;", em_.buffer(n.name),
+                           em_.node_bytes(n), plan_.report.peak_bytes));
     }
   }
 
