@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -54,10 +55,10 @@ static void fpx_account(fpx_ctx* ctx, int64_t bytes) {
  * is kept in a small pool (at most FPX_POOL buffers, FPX_POOL_BYTES in all, shared by the programs
  * of this object, emptied when it is unloaded) and handed to the next allocation of the same
  * rounded size and alignment: a program run again reuses its buffers instead of faulting fresh
- * pages in. `limit` is the running program's memory-report peak: the pool keeps a buffer only
- * while the buffers in use plus the pool stay within it, and is emptied before a fresh allocation
- * would take them above it, so the pool never raises the memory a run holds above the report's
- * peak (it is memory kept between runs). The counts (live, peak) count buffers in use, as the
+ * pages in. `limit` is the running program's memory-report peak plus 2 MiB (pool_limit()): the
+ * pool keeps a buffer only while the buffers in use plus the pool stay within it, and is emptied
+ * before a fresh allocation would take them above it, so the pool never raises the memory a run
+ * holds more than 2 MiB above the report's peak (it is memory kept between runs). The counts (live, peak) count buffers in use, as the
  * report does, never the pool. */
 #define FPX_POOL 16
 #define FPX_POOL_BYTES ((size_t)2 << 30)
@@ -206,7 +207,7 @@ class CGenerator {
           stack_buffer(static_cast<int>(i)))
         continue;
       em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL, {2}LL);", em_.buffer(n.name),
-                           em_.node_bytes(n), plan_.report.peak_bytes));
+                           em_.node_bytes(n), pool_limit()));
     }
     em_.line("return 1;");
     em_.close();
@@ -218,6 +219,16 @@ class CGenerator {
     std::string out;
     for (char c : s) out += (c >= 32 && c < 127 && c != '*' && c != '/' && c != '\\') ? c : '?';
     return out;
+  }
+
+  // The bound the buffer pool keeps the run's buffers in (kPrelude): the memory report's peak plus
+  // one 2 MiB alignment unit (pooled buffers count at their rounded size, the report at exact
+  // sizes; with no slack at all a buffer that would fit exactly was sometimes refused).
+  std::int64_t pool_limit() const {
+    const std::int64_t unit = std::int64_t{2} << 20;
+    const std::int64_t peak = plan_.report.peak_bytes;
+    return peak > std::numeric_limits<std::int64_t>::max() - unit ? std::numeric_limits<std::int64_t>::max()
+                                                                  : peak + unit;
   }
 
   bool stack_buffer(int i) const {
@@ -233,7 +244,7 @@ class CGenerator {
       if (n.is_input || plan_.is_virtual(n.name) || stack_buffer(i)) continue;
       const bool zero = plan_.top.empty() || !plan_.overwritten_first(i);
       em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3}, {4}LL);", em_.buffer(n.name),
-                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0, plan_.report.peak_bytes));
+                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0, pool_limit()));
       em_.line(fmt::format("if (!{}) goto fpx_fail;", em_.buffer(n.name)));
     }
   }
@@ -248,7 +259,7 @@ class CGenerator {
         continue;
       }
       em_.line(fmt::format("fpx_release(ctx, {0}, {1}LL, {2}LL); {0} = 0;", em_.buffer(n.name),
-                           em_.node_bytes(n), plan_.report.peak_bytes));
+                           em_.node_bytes(n), pool_limit()));
     }
   }
 
