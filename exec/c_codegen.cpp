@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -50,26 +51,103 @@ static void fpx_account(fpx_ctx* ctx, int64_t bytes) {
 }
 /* Buffers are 64-byte aligned; from 4 MiB on, 2 MiB aligned and backed by transparent huge pages
  * where the kernel offers them (a fresh buffer's page faults are otherwise a large part of its
- * cost: the memory report's buffers are allocated on every run). */
-static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero) {
+ * cost: the memory report's buffers are allocated on every run). A released buffer of 1 MiB or more
+ * is kept in a small pool (at most FPX_POOL buffers, FPX_POOL_BYTES in all, shared by the programs
+ * of this object, emptied when it is unloaded) and handed to the next allocation of the same
+ * rounded size and alignment: a program run again reuses its buffers instead of faulting fresh
+ * pages in. `limit` is the running program's memory-report peak plus 2 MiB (pool_limit()): the
+ * pool keeps a buffer only while the buffers in use plus the pool stay within it, and is emptied
+ * before a fresh allocation would take them above it, so the pool never raises the memory a run
+ * holds more than 2 MiB above the report's peak (it is memory kept between runs). The counts (live, peak) count buffers in use, as the
+ * report does, never the pool. */
+#define FPX_POOL 16
+#define FPX_POOL_BYTES ((size_t)2 << 30)
+static void* fpx_pool_ptr[FPX_POOL];
+static size_t fpx_pool_size[FPX_POOL];
+static size_t fpx_pool_align[FPX_POOL];
+static size_t fpx_pool_total;
+static char fpx_pool_lock;
+static void fpx_pool_acquire(void) {
+  while (__atomic_test_and_set(&fpx_pool_lock, __ATOMIC_ACQUIRE)) {
+  }
+}
+static void fpx_pool_unlock(void) { __atomic_clear(&fpx_pool_lock, __ATOMIC_RELEASE); }
+static void* fpx_pool_take(size_t rounded, size_t align) {
+  void* p = 0;
+  fpx_pool_acquire();
+  for (int i = 0; i < FPX_POOL && !p; ++i)
+    if (fpx_pool_ptr[i] && fpx_pool_size[i] == rounded && fpx_pool_align[i] == align) {
+      p = fpx_pool_ptr[i];
+      fpx_pool_ptr[i] = 0;
+      fpx_pool_total -= rounded;
+    }
+  fpx_pool_unlock();
+  return p;
+}
+static int fpx_pool_give(void* p, size_t rounded, size_t align, size_t in_use, size_t limit) {
+  int kept = 0;
+  if (rounded < ((size_t)1 << 20)) return 0;
+  fpx_pool_acquire();
+  for (int i = 0; i < FPX_POOL && !kept; ++i)
+    if (!fpx_pool_ptr[i] && fpx_pool_total + rounded <= FPX_POOL_BYTES &&
+        in_use + fpx_pool_total + rounded <= limit) {
+      fpx_pool_ptr[i] = p;
+      fpx_pool_size[i] = rounded;
+      fpx_pool_align[i] = align;
+      fpx_pool_total += rounded;
+      kept = 1;
+    }
+  fpx_pool_unlock();
+  return kept;
+}
+static void fpx_pool_empty(void) {
+  fpx_pool_acquire();
+  for (int i = 0; i < FPX_POOL; ++i) {
+    free(fpx_pool_ptr[i]);
+    fpx_pool_ptr[i] = 0;
+  }
+  fpx_pool_total = 0;
+  fpx_pool_unlock();
+}
+__attribute__((destructor)) static void fpx_pool_drain(void) { fpx_pool_empty(); }
+/* Empties the pool when it and `rounded` fresh bytes would take the buffers in use over `limit`. */
+static void fpx_pool_fit(size_t in_use, size_t rounded, size_t limit) {
+  fpx_pool_acquire();
+  if (fpx_pool_total > 0 && in_use + fpx_pool_total + rounded > limit) {
+    for (int i = 0; i < FPX_POOL; ++i) {
+      free(fpx_pool_ptr[i]);
+      fpx_pool_ptr[i] = 0;
+    }
+    fpx_pool_total = 0;
+  }
+  fpx_pool_unlock();
+}
+static size_t fpx_align_of(size_t n) { return n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64; }
+static void* fpx_alloc(fpx_ctx* ctx, int64_t bytes, int zero, int64_t limit) {
   void* p = 0;
   size_t n = (size_t)(bytes > 0 ? bytes : 1);
-  size_t align = n >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
+  size_t align = fpx_align_of(n);
   size_t rounded = (n + align - 1) / align * align;
-  if (posix_memalign(&p, align, rounded) != 0) {
-    ctx->failed_bytes = bytes;
-    return 0;
-  }
+  p = fpx_pool_take(rounded, align);
+  if (!p) {
+    fpx_pool_fit((size_t)ctx->live, rounded, (size_t)limit);
+    if (posix_memalign(&p, align, rounded) != 0) {
+      ctx->failed_bytes = bytes;
+      return 0;
+    }
 #ifdef MADV_HUGEPAGE
-  if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
+    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
 #endif
+  }
   if (zero) memset(p, 0, n);
   fpx_account(ctx, bytes);
   return p;
 }
-static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes) {
-  free(p);
+static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes, int64_t limit) {
+  size_t n = (size_t)(bytes > 0 ? bytes : 1);
+  size_t align = fpx_align_of(n);
   fpx_account(ctx, -bytes);
+  if (!fpx_pool_give(p, (n + align - 1) / align * align, align, (size_t)ctx->live, (size_t)limit)) free(p);
 }
 static inline fpc_i32 fpx_i32_max(fpc_i32 a, fpc_i32 b) { return a > b ? a : b; }
 static inline fpc_i32 fpx_i32_min(fpc_i32 a, fpc_i32 b) { return a < b ? a : b; }
@@ -128,7 +206,8 @@ class CGenerator {
       if (plan_.is_virtual(n.name) || n.is_input || plan_.span[i].first < 0 ||
           stack_buffer(static_cast<int>(i)))
         continue;
-      em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL);", em_.buffer(n.name), em_.node_bytes(n)));
+      em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL, {2}LL);", em_.buffer(n.name),
+                           em_.node_bytes(n), pool_limit()));
     }
     em_.line("return 1;");
     em_.close();
@@ -140,6 +219,16 @@ class CGenerator {
     std::string out;
     for (char c : s) out += (c >= 32 && c < 127 && c != '*' && c != '/' && c != '\\') ? c : '?';
     return out;
+  }
+
+  // The bound the buffer pool keeps the run's buffers in (kPrelude): the memory report's peak plus
+  // one 2 MiB alignment unit (pooled buffers count at their rounded size, the report at exact
+  // sizes; with no slack at all a buffer that would fit exactly was sometimes refused).
+  std::int64_t pool_limit() const {
+    const std::int64_t unit = std::int64_t{2} << 20;
+    const std::int64_t peak = plan_.report.peak_bytes;
+    return peak > std::numeric_limits<std::int64_t>::max() - unit ? std::numeric_limits<std::int64_t>::max()
+                                                                  : peak + unit;
   }
 
   bool stack_buffer(int i) const {
@@ -154,8 +243,8 @@ class CGenerator {
       const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
       if (n.is_input || plan_.is_virtual(n.name) || stack_buffer(i)) continue;
       const bool zero = plan_.top.empty() || !plan_.overwritten_first(i);
-      em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3});", em_.buffer(n.name),
-                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0));
+      em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3}, {4}LL);", em_.buffer(n.name),
+                           codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0, pool_limit()));
       em_.line(fmt::format("if (!{}) goto fpx_fail;", em_.buffer(n.name)));
     }
   }
@@ -169,7 +258,8 @@ class CGenerator {
                              sanitize_comment(n.name)));
         continue;
       }
-      em_.line(fmt::format("fpx_release(ctx, {0}, {1}LL); {0} = 0;", em_.buffer(n.name), em_.node_bytes(n)));
+      em_.line(fmt::format("fpx_release(ctx, {0}, {1}LL, {2}LL); {0} = 0;", em_.buffer(n.name),
+                           em_.node_bytes(n), pool_limit()));
     }
   }
 
@@ -544,14 +634,14 @@ class CGenerator {
   //     local p...; p := f(t, ...)          (phase A: lane locals only)
   //     for e...: W[i] = g(W[i], p, t, e)   (phase B: one store nest; i does not mention t)
   // runs phase A for a chunk of t into per-chunk buffers, then phase B per lane over the chunk's t
-  // with the cells of its innermost loop (at most kMaxFissionCells) kept in a small array. Same values in the same order: each cell of
-  // W sees its t in order, phase A reads nothing phase B writes, and phase B's cells are
-  // independent (it reads W only at the cell it stores). Decline anything else.
+  // with the cells of its innermost loop (at most kMaxFissionCells) kept in a small array. Same values in the
+  // same order: each cell of W sees its t in order, phase A reads nothing phase B writes, and phase B's cells
+  // are independent (it reads W only at the cell it stores). Decline anything else.
   struct Fission {
-    std::vector<const Stmt*> a;     // phase A statements
-    const Stmt* b = nullptr;        // the store nest
-    std::vector<const Stmt*> loops; // its loops, outermost first
-    const Stmt* set = nullptr;      // its store
+    std::vector<const Stmt*> a;      // phase A statements
+    const Stmt* b = nullptr;         // the store nest
+    std::vector<const Stmt*> loops;  // its loops, outermost first
+    const Stmt* set = nullptr;       // its store
   };
 
   static constexpr std::int64_t kMaxFissionCells = 256;  // the innermost loop's cells kept in registers
@@ -605,8 +695,8 @@ class CGenerator {
     for (const Stmt* a : f.a)
       if (a->kind == StmtKind::DeclareLocal) {
         const std::string b = em_.fresh_named('c', a->name);
-        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(a->prec, Dialect::C), b,
-                             kChunk * lane_->width));
+        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(a->prec, Dialect::C),
+                             b, kChunk * lane_->width));
         bufs[a->name] = {b, a->prec};
       }
     std::string t_var, t0_var;
@@ -632,7 +722,8 @@ class CGenerator {
       em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, lane_->nl));
       em_.bind_sym(lane_->lane->sym, Aff{{{lane_block_, lane_->width}, {j, 1}}, lane_->lane->from});
       em_.push_scope();
-      for (const LaneLocal& l : lane_locals_) em_.bind_local(l.name, fmt::format("{}[{}]", l.array, j), l.prec);
+      for (const LaneLocal& l : lane_locals_)
+        em_.bind_local(l.name, fmt::format("{}[{}]", l.array, j), l.prec);
       for (std::size_t k = 0; k + 1 < f.loops.size(); ++k) {
         em_.open(em_.loop_header(*f.loops[k]));
         em_.push_scope();
@@ -651,18 +742,22 @@ class CGenerator {
         em_.close();
         em_.unbind_sym(inner.sym);
       };
-      inner_loop([&](const std::string& cell, const Aff& off) { em_.line(fmt::format("{} = {};", cell, em_.load(w, off))); });
+      inner_loop([&](const std::string& cell, const Aff& off) {
+        em_.line(fmt::format("{} = {};", cell, em_.load(w, off)));
+      });
       const std::string tv = em_.fresh_named('s', loop.sym);
       em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} < {1} + {2}; ++{0})", tv, t0, cnt));
       em_.bind_sym(loop.sym, Aff{{{tv, 1}}, 0});
       em_.push_scope();
       for (const auto& [name, b] : bufs)
-        em_.bind_local(name, fmt::format("{}[({} - {}) * {} + {}]", b.first, tv, t0, lane_->width, j), b.second);
+        em_.bind_local(name, fmt::format("{}[({} - {}) * {} + {}]", b.first, tv, t0, lane_->width, j),
+                       b.second);
       inner_loop([&](const std::string& cell, const Aff&) {
         for_each_expr(f.set->value, [&](const Expr& x) {
           if (x.kind == ExprKind::Get && x.name == w.name) em_.substitute_expr(&x, cell);
         });
-        em_.line(fmt::format("{} = {};", cell, em_.convert(em_.expr(f.set->value), f.set->value->prec, w.prec)));
+        em_.line(
+            fmt::format("{} = {};", cell, em_.convert(em_.expr(f.set->value), f.set->value->prec, w.prec)));
         em_.clear_expr_substitutions();
       });
       em_.pop_scope();
@@ -745,7 +840,8 @@ class CGenerator {
     {
       const std::string j = open_lanes(true);
       em_.line(fmt::format("const int z = {}[{}] == 0.0;", arg[0], j));
-      em_.line(fmt::format("const {} e = {};", ct, exp_of(fmt::format("z ? {1}[{0}] : {2}[{0}]", j, arg[1], arg[0]))));
+      em_.line(fmt::format("const {} e = {};", ct,
+                           exp_of(fmt::format("z ? {1}[{0}] : {2}[{0}]", j, arg[1], arg[0]))));
       em_.line(fmt::format("{}[{}] = z ? ({})1 : e;", val[0], j, ct));
       em_.line(fmt::format("{0}[{1}] = z ? e : ({2}[{1}] == 0.0 ? ({3})1 : ({3})0);", val[1], j, arg[1], ct));
       close_lanes();
@@ -755,8 +851,9 @@ class CGenerator {
     // vector exp over every lane.
     const std::string any = em_.fresh("eb"), q = em_.fresh("q");
     em_.line(fmt::format("int {} = 0;", any));
-    em_.line(fmt::format("for (fpc_i64 {4} = 0; {4} < {0}; ++{4}) {1} |= ({2}[{4}] != 0.0) & ({3}[{4}] != 0.0);",
-                         lane_->nl, any, arg[0], arg[1], q));
+    em_.line(
+        fmt::format("for (fpc_i64 {4} = 0; {4} < {0}; ++{4}) {1} |= ({2}[{4}] != 0.0) & ({3}[{4}] != 0.0);",
+                    lane_->nl, any, arg[0], arg[1], q));
     em_.open(fmt::format("if ({})", any));
     em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", q, lane_->nl));
     em_.line(fmt::format("if ({0}[{4}] != 0.0 && {1}[{4}] != 0.0) {2}[{4}] = {3};", arg[0], arg[1], val[1],
@@ -838,15 +935,19 @@ class CGenerator {
       return;
     }
     const int width = std::string(ct) == "double" ? 8 : 16;
-    const std::int64_t lane_blocks = (extent(lane) + width - 1) / width;
+    if (!row && rows_in_panels(shape, w, lane, outer, width)) {
+      em_.close();
+      return;
+    }
     const int unroll = row && extent(row) >= 4 ? 4 : 1;
     // Operands to pack: direct reads with a non-unit stride along the lane loop that do not depend
     // on the row loop, while the tile (lanes x reduced iterations) fits the stack budget.
     std::int64_t reduced_trips = codegen::trip_count(shape.reduced);
-    std::vector<const Expr*> packed;
-    if (row) {
-      std::vector<const Expr*> reads;
-      collect_reads(set.value, reads);
+    std::vector<const Expr*> reads;
+    collect_reads(set.value, reads);
+    auto pack_plan = [&](int block) {
+      std::vector<const Expr*> out;
+      if (!row) return out;
       std::int64_t budget = opts_.stack_limit;
       for (const Expr* g : reads) {
         if (g->name == w.name || plan_.is_virtual(g->name)) continue;
@@ -854,13 +955,37 @@ class CGenerator {
         const std::int64_t st = flat_coefficient(x, g->indices, lane->sym);
         bool on_row = false;
         for (const auto& idx : g->indices) on_row = on_row || idx.mentions(row->sym);
-        const std::int64_t bytes = saturating_mul(reduced_trips, width) * 8;
+        const std::int64_t bytes = saturating_mul(reduced_trips, block) * 8;
         if (st == 0 || st == 1 || on_row || bytes > budget) continue;
         budget -= bytes;
-        packed.push_back(g);
+        out.push_back(g);
+      }
+      return out;
+    };
+    // Register blocking: at f32 and f64 (one IEEE operation per operation, nothing rounded by a
+    // call) a lane block is `groups` vectors of lanes, so one pass over the reduced loops keeps
+    // groups × unroll independent cells in registers and reads each row operand once for all of
+    // them. Each cell is still one lane of one accumulator, accumulating in its own order. Not
+    // when a read strided along the lanes stays unpacked: 4 vectors of such gathers only touch
+    // more lines at once.
+    int groups = (w.prec == Prec::F32 || w.prec == Prec::F64) && extent(lane) >= 4 * width ? 4 : 1;
+    std::vector<const Expr*> packed = pack_plan(width * groups);
+    for (const Expr* g : reads) {
+      if (groups == 1 || g->name == w.name) continue;
+      const std::int64_t st = flat_coefficient(plan_.node(g->name), g->indices, lane->sym);
+      if (st != 0 && st != 1 && std::find(packed.begin(), packed.end(), g) == packed.end()) {
+        groups = 1;
+        packed = pack_plan(width);
       }
     }
+    const int block = width * groups;
+    const std::int64_t lane_blocks = (extent(lane) + block - 1) / block;
     const bool lane_first = !packed.empty();  // tiles are reused across the row loop inside
+    // Loop-invariant code motion: what the lane loop does not depend on is computed once per row
+    // block (hoisted_invariants), not once per lane block.
+    const std::vector<const Expr*> hoisted =
+        row && !lane_first ? hoisted_invariants(set.value, w, lane, unroll, reduced_trips)
+                           : std::vector<const Expr*>{};
     const std::int64_t row_blocks = row ? extent(row) / unroll : 0;
     const bool has_rest = row && row_blocks * unroll < extent(row);
     // Two passes when the row loop has a remainder and comes first: full row blocks, then the rest.
@@ -873,24 +998,25 @@ class CGenerator {
       if (parallel) em_.line(pragma(static_cast<int>(outer.size()) + 1));
       for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
       if (lane_first || !row) {
-        lane_block_loop(lane, width, lane_blocks, [&](const std::string& nl) {
-          pack_tiles(packed, shape, lane, width, nl);
+        lane_block_loop(lane, block, lane_blocks, [&](const std::string& nl) {
+          pack_tiles(packed, shape, lane, block, nl);
           if (row) {
             if (row_blocks > 0) {
               const std::string rb = em_.fresh("rb");
               em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", rb, row_blocks));
-              lanes(shape, w, lane, nl, width, row, Aff{{{rb, unroll}}, row->from}, unroll, packed);
+              lane_groups(shape, w, lane, nl, width, groups, row, Aff{{{rb, unroll}}, row->from}, unroll,
+                          packed);
               em_.close();
             }
             if (has_rest) {
               const std::string rr = em_.fresh("rr");
               em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} <= {2}; ++{0})", rr,
                                    row->from + row_blocks * unroll, row->to));
-              lanes(shape, w, lane, nl, width, row, Aff{{{rr, 1}}, 0}, 1, packed);
+              lane_groups(shape, w, lane, nl, width, groups, row, Aff{{{rr, 1}}, 0}, 1, packed);
               em_.close();
             }
           } else {
-            lanes(shape, w, lane, nl, width, nullptr, Aff{}, 1, packed);
+            lane_groups(shape, w, lane, nl, width, groups, nullptr, Aff{}, 1, packed);
           }
         });
       } else {
@@ -898,9 +1024,11 @@ class CGenerator {
         Aff row_aff =
             rest_pass ? Aff{{{rb, 1}}, row->from + row_blocks * unroll} : Aff{{{rb, unroll}}, row->from};
         em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", rb, first_trips));
-        lane_block_loop(lane, width, lane_blocks, [&](const std::string& nl) {
-          lanes(shape, w, lane, nl, width, row, row_aff, rest_pass ? 1 : unroll, packed);
+        precompute_invariants(hoisted, shape, row, row_aff, rest_pass ? 1 : unroll);
+        lane_block_loop(lane, block, lane_blocks, [&](const std::string& nl) {
+          lane_groups(shape, w, lane, nl, width, groups, row, row_aff, rest_pass ? 1 : unroll, packed);
         });
+        invariants_.clear();
         em_.close();
       }
       for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
@@ -909,6 +1037,149 @@ class CGenerator {
       }
     }
     em_.close();
+  }
+
+  // Row reductions (one target loop, e.g. a row max or sum `m[s] = max(m[s], x[s, t])`): the lanes
+  // are rows, so an operand read along the rows (stride 1 in the one reduced loop, another stride
+  // across the lanes) would be a gather per iteration, `lanes` lines at once, all in one cache set
+  // when the row stride is a multiple of 4 KiB. Instead the reduced loop runs in chunks (the panels
+  // 16 KiB in all): per chunk
+  // each such operand is copied row by row (contiguous reads) into a panel [chunk][lanes], then
+  // the lanes accumulate over the chunk from the panel. A cell's accumulator is stored after each
+  // chunk and loaded before the next (exact at its precision), so every cell still sees its
+  // iterations in order. A virtual operand is replayed into the panel (its value at its own C
+  // type, a pure function of the row and the iteration: declined when its replay reads the stored
+  // node). Returns false, emitting nothing, when the nest has no such operand.
+  bool rows_in_panels(const NestShape& shape, const Node& w, const Stmt* lane,
+                      const std::vector<const Stmt*>& outer, int width) {
+    if (shape.reduced.size() != 1) return false;
+    const Stmt& set = *shape.nest.set;
+    const Stmt* red = shape.reduced[0];
+    std::vector<const Expr*> reads, panel;
+    collect_reads(set.value, reads);
+    std::int64_t cells = 0;
+    for (const Expr* g : reads) {
+      if (g->name == w.name) continue;
+      const Node& x = plan_.node(g->name);
+      const std::int64_t st = flat_coefficient(x, g->indices, lane->sym);
+      if (st == 0 || st == 1 || flat_coefficient(x, g->indices, red->sym) != 1) continue;
+      if (plan_.is_virtual(g->name) && plan_.replay_reads(g->name).count(w.name) > 0) continue;
+      panel.push_back(g);
+      cells += std::string(codegen::ctype(g->prec, Dialect::C)) == "double" ? 8 : 4;
+    }
+    if (panel.empty()) return false;
+    const std::int64_t extent = red->to - red->from + 1;
+    // Several vectors of rows at f32 and f64: independent accumulator chains (a row max is a chain
+    // of dependent max operations per cell; contiguous panels make the extra rows cheap).
+    const int groups =
+        (w.prec == Prec::F32 || w.prec == Prec::F64) && lane->to - lane->from + 1 >= 4 * width ? 4 : 1;
+    const int block = width * groups;
+    // Panels of 16 KiB in all: they are written with a stride and read back at once, so they
+    // must stay in L1 (a 64 KiB panel made the row max slower than the gathers it replaces).
+    const std::int64_t chunk = std::clamp<std::int64_t>(
+        std::min<std::int64_t>(opts_.stack_limit, 16 * 1024) / (cells * block), 8, 256);
+    const std::int64_t lane_blocks = (lane->to - lane->from + 1 + block - 1) / block;
+    if (opts_.parallel && saturating_mul(codegen::trip_count(outer), lane_blocks) >= 2)
+      em_.line(pragma(static_cast<int>(outer.size()) + 1));
+    for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
+    lane_block_loop(lane, block, lane_blocks, [&](const std::string& nl) {
+      std::map<const Expr*, std::string> tiles;
+      for (const Expr* g : panel) {
+        tiles[g] = em_.fresh("panel");
+        em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(g->prec, Dialect::C),
+                             tiles[g], chunk * block));
+      }
+      const std::string c0 = em_.fresh("c"), cn = em_.fresh("cn");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; {0} += {2})", c0, extent, chunk));
+      em_.line(
+          fmt::format("const fpc_i64 {0} = {1}LL - {2} < {3} ? {1}LL - {2} : {3};", cn, extent, c0, chunk));
+      for (const Expr* g : panel) {
+        const std::string j = em_.fresh("j"), tt = em_.fresh("tt");
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
+        em_.bind_sym(lane->sym, Aff{{{lane_block_, block}, {j, 1}}, lane->from});
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", tt, cn));
+        em_.bind_sym(red->sym, Aff{{{c0, 1}, {tt, 1}}, red->from});
+        em_.push_scope();
+        ExprP alias(std::shared_ptr<const Expr>{}, g);  // non-owning: the routine outlives this
+        em_.line(fmt::format("{}[{} * {} + {}] = {};", tiles[g], tt, block, j, em_.expr(alias)));
+        em_.pop_scope();
+        em_.close();
+        em_.unbind_sym(red->sym);
+        em_.close();
+        em_.unbind_sym(lane->sym);
+      }
+      // The accumulation over the chunk: lanes j < count, group g's lane at bases[g] + j and its
+      // panel column cols[g] + j; several groups are independent accumulator chains.
+      auto accumulate = [&](const std::string& count, const std::vector<Aff>& bases,
+                            const std::vector<Aff>& cols) {
+        const std::string j = em_.fresh("j"), tt = em_.fresh("tt");
+        if (opts_.parallel) em_.line("#pragma omp simd");
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, count));
+        std::vector<std::string> acc;
+        std::vector<Aff> at;
+        for (const Aff& b : bases) {
+          Aff l = b;
+          l.terms[j] += 1;
+          em_.bind_sym(lane->sym, l);
+          acc.push_back(em_.fresh("a"));
+          at.push_back(em_.offset(w, set.indices));
+          em_.line(fmt::format("{} {} = {};", codegen::ctype(w.prec, Dialect::C), acc.back(),
+                               em_.load(w, at.back())));
+        }
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", tt, cn));
+        em_.bind_sym(red->sym, Aff{{{c0, 1}, {tt, 1}}, red->from});
+        em_.push_scope();
+        for (std::size_t g = 0; g < bases.size(); ++g) {
+          Aff l = bases[g];
+          l.terms[j] += 1;
+          em_.bind_sym(lane->sym, l);
+          Aff col = cols[g];
+          col.terms[j] += 1;
+          for (const Expr* p : panel)
+            em_.substitute_expr(p, fmt::format("{}[{} * {} + {}]", tiles[p], tt, block, col.str()));
+          em_.substitute(w.name, acc[g]);
+          em_.line(
+              fmt::format("{} = {};", acc[g], em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
+          em_.unsubstitute(w.name);
+          em_.clear_expr_substitutions();
+        }
+        em_.pop_scope();
+        em_.close();
+        em_.unbind_sym(red->sym);
+        for (std::size_t g = 0; g < bases.size(); ++g) em_.line(em_.store(w, at[g], acc[g]));
+        em_.close();
+        em_.unbind_sym(lane->sym);
+      };
+      const Aff start{{{lane_block_, block}}, lane->from};
+      if (groups == 1) {
+        accumulate(nl, {start}, {Aff{}});
+      } else {
+        std::vector<Aff> bases, cols;
+        for (int g = 0; g < groups; ++g) {
+          Aff b = start, c;
+          b.off += g * width;
+          c.off = g * width;
+          bases.push_back(b);
+          cols.push_back(c);
+        }
+        em_.open(fmt::format("if ({} == {})", nl, block));
+        em_.line(fmt::format("/* register block: {} vectors of {} lanes, rows in panels */", groups, width));
+        accumulate(std::to_string(width), bases, cols);
+        em_.close();
+        const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
+        em_.open(fmt::format("else for (fpc_i64 {0} = 0; {0} * {1} < {2}; ++{0})", g, width, nl));
+        em_.line(fmt::format("const fpc_i64 {0} = {1} - {2} * {3} < {2} ? {1} - {2} * {3} : {2};", ng, nl,
+                             width, g));
+        Aff b = start, c;
+        b.terms[g] += width;
+        c.terms[g] += width;
+        accumulate(ng, {b}, {c});
+        em_.close();
+      }
+      em_.close();
+    });
+    for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
+    return true;
   }
 
   // for (tb) { nl = lanes in this block; body(nl) } with the lane loop's symbol left to lanes().
@@ -967,61 +1238,205 @@ class CGenerator {
     return a;
   }
 
-  // The omp-simd lane loop: `rows` cells per lane (row symbol = row_aff + k), each loaded, carried
-  // through the reduced loops in a scalar, stored.
-  void lanes(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& nl, int width,
-             const Stmt* row, const Aff& row_aff, int rows, const std::vector<const Expr*>& packed) {
+  // A lane block of `groups` vectors of `width` lanes: a full block runs all groups in one lane
+  // loop (groups × rows accumulators per lane); a partial one (the lane loop's last block) runs
+  // group by group, each a lane loop over what is left of it.
+  void lane_groups(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& nl, int width,
+                   int groups, const Stmt* row, const Aff& row_aff, int rows,
+                   const std::vector<const Expr*>& packed) {
+    const int block = width * groups;
+    const Aff start{{{lane_block_, block}}, lane->from};
+    if (groups == 1) {
+      lanes(shape, w, lane, nl, block, {start}, {Aff{}}, row, row_aff, rows, packed);
+      return;
+    }
+    std::vector<Aff> bases, cols;
+    for (int g = 0; g < groups; ++g) {
+      Aff b = start, c;
+      b.off += g * width;
+      c.off = g * width;
+      bases.push_back(b);
+      cols.push_back(c);
+    }
+    em_.open(fmt::format("if ({} == {})", nl, block));
+    em_.line(fmt::format("/* register block: {} vectors of {} lanes x {} rows */", groups, width, rows));
+    lanes(shape, w, lane, std::to_string(width), block, bases, cols, row, row_aff, rows, packed);
+    em_.close();
+    const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
+    em_.open(fmt::format("else for (fpc_i64 {0} = 0; {0} * {1} < {2}; ++{0})", g, width, nl));
+    em_.line(
+        fmt::format("const fpc_i64 {0} = {1} - {2} * {3} < {2} ? {1} - {2} * {3} : {2};", ng, nl, width, g));
+    Aff b = start, c;
+    b.terms[g] += width;
+    c.terms[g] += width;
+    lanes(shape, w, lane, ng, block, {b}, {c}, row, row_aff, rows, packed);
+    em_.close();
+  }
+
+  // The omp-simd lane loop (j < count): for each group g the lane symbol is bases[g] + j, and
+  // `rows` cells per lane and group (row symbol = row_aff + k), each loaded, carried through the
+  // reduced loops in a scalar, stored. Packed tiles are [reduced iteration][block], the group's
+  // column cols[g] + j.
+  void lanes(const NestShape& shape, const Node& w, const Stmt* lane, const std::string& count, int block,
+             const std::vector<Aff>& bases, const std::vector<Aff>& cols, const Stmt* row, const Aff& row_aff,
+             int rows, const std::vector<const Expr*>& packed) {
     const Stmt& set = *shape.nest.set;
     const std::string j = em_.fresh("j");
     if (opts_.parallel) em_.line("#pragma omp simd");
-    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
-    em_.bind_sym(lane->sym, Aff{{{lane_block_, width}, {j, 1}}, lane->from});
-    std::vector<std::string> acc(static_cast<std::size_t>(rows));
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, count));
+    const std::size_t ng = bases.size();
+    auto bind_lane = [&](std::size_t g) {
+      Aff a = bases[g];
+      a.terms[j] += 1;
+      em_.bind_sym(lane->sym, a);
+    };
+    auto bind_row = [&](int k) {
+      if (!row) return;
+      Aff ra = row_aff;
+      ra.off += k;
+      em_.bind_sym(row->sym, ra);
+    };
+    std::vector<std::string> acc;
     std::vector<Aff> offs;
     const char* ct = codegen::ctype(w.prec, Dialect::C);
-    for (int k = 0; k < rows; ++k) {
-      if (row) {
-        Aff ra = row_aff;
-        ra.off += k;
-        em_.bind_sym(row->sym, ra);
+    for (std::size_t g = 0; g < ng; ++g) {
+      bind_lane(g);
+      for (int k = 0; k < rows; ++k) {
+        bind_row(k);
+        acc.push_back(em_.fresh("a"));
+        offs.push_back(em_.offset(w, set.indices));
+        em_.line(fmt::format("{} {} = {};", ct, acc.back(), em_.load(w, offs.back())));
       }
-      acc[static_cast<std::size_t>(k)] = em_.fresh("a");
-      offs.push_back(em_.offset(w, set.indices));
-      em_.line(fmt::format("{} {} = {};", ct, acc[static_cast<std::size_t>(k)], em_.load(w, offs.back())));
     }
     for (const Stmt* r : shape.reduced) {
       em_.open(em_.loop_header(*r));
       em_.push_scope();
     }
-    if (!packed.empty()) {
-      Aff at = reduced_linear(shape);
-      for (auto& [v, c] : at.terms) c *= width;
-      at.off *= width;
-      at.terms[j] += 1;
-      for (const Expr* g : packed) em_.substitute_expr(g, fmt::format("{}[{}]", tiles_.at(g), at.str()));
-    }
-    for (int k = 0; k < rows; ++k) {
-      if (row) {
-        Aff ra = row_aff;
-        ra.off += k;
-        em_.bind_sym(row->sym, ra);
+    const std::int64_t trips = codegen::trip_count(shape.reduced);
+    for (std::size_t g = 0; g < ng; ++g) {
+      bind_lane(g);
+      if (!packed.empty()) {
+        Aff at = reduced_linear(shape);
+        for (auto& [v, c] : at.terms) c *= block;
+        at.off *= block;
+        for (const auto& [v, c] : cols[g].terms) at.terms[v] += c;
+        at.off += cols[g].off;
+        at.terms[j] += 1;
+        for (const Expr* p : packed) em_.substitute_expr(p, fmt::format("{}[{}]", tiles_.at(p), at.str()));
       }
-      em_.substitute(w.name, acc[static_cast<std::size_t>(k)]);
-      const std::string v = em_.convert(em_.expr(set.value), set.value->prec, w.prec);
-      em_.line(fmt::format("{} = {};", acc[static_cast<std::size_t>(k)], v));
-      em_.unsubstitute(w.name);
+      for (int k = 0; k < rows; ++k) {
+        bind_row(k);
+        const std::string& a = acc[g * static_cast<std::size_t>(rows) + static_cast<std::size_t>(k)];
+        em_.substitute(w.name, a);
+        if (!invariants_.empty()) {
+          const std::string at = reduced_linear(shape).str();
+          for (const auto& [h, array] : invariants_)
+            em_.substitute_expr(h, fmt::format("{}[{} * {}LL + {}]", array, k, trips, at));
+        }
+        const std::string v = em_.convert(em_.expr(set.value), set.value->prec, w.prec);
+        em_.line(fmt::format("{} = {};", a, v));
+        for (const auto& [h, array] : invariants_) em_.unsubstitute_expr(h);
+        em_.unsubstitute(w.name);
+      }
+      em_.clear_expr_substitutions();
     }
-    em_.clear_expr_substitutions();
     for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
       em_.pop_scope();
       em_.close();
       em_.unbind_sym((*it)->sym);
     }
-    for (int k = 0; k < rows; ++k)
-      em_.line(em_.store(w, offs[static_cast<std::size_t>(k)], acc[static_cast<std::size_t>(k)]));
+    for (std::size_t i = 0; i < acc.size(); ++i) em_.line(em_.store(w, offs[i], acc[i]));
     if (row) em_.unbind_sym(row->sym);
     em_.unbind_sym(lane->sym);
     em_.close();
+  }
+
+  // Loop-invariant code motion in a reduction nest: the maximal subexpressions of the value that
+  // replay a virtual node (the costly part: a gradient chain `where(mask, ...)·scale` replayed per
+  // read) and depend neither on the lane loop nor on the stored node. Each is a pure function of
+  // the row and reduced iterations — it reads no node the nest writes (the stored node is
+  // excluded, directly and through replays) — so its value per (row, reduced iteration) can be
+  // computed ahead into an array at its own C type and read back: the same value, bit for bit,
+  // computed once per row block instead of once per lane block. Declined (nothing hoisted) when
+  // the arrays (rows × reduced iterations) would exceed the stack budget.
+  std::vector<const Expr*> hoisted_invariants(const ExprP& value, const Node& w, const Stmt* lane, int rows,
+                                              std::int64_t trips) const {
+    std::vector<const Expr*> out;
+    std::int64_t budget = opts_.stack_limit;
+    std::function<void(const ExprP&)> visit = [&](const ExprP& e) {
+      if (!e) return;
+      if (invariant_replay(*e, w, lane)) {
+        const std::int64_t cell = std::string(codegen::ctype(e->prec, Dialect::C)) == "double" ? 8 : 4;
+        const std::int64_t bytes = saturating_mul(saturating_mul(trips, rows), cell);
+        if (bytes <= budget) {
+          budget -= bytes;
+          out.push_back(e.get());
+        }
+        return;
+      }
+      for (const auto& a : e->args) visit(a);
+    };
+    visit(value);
+    return out;
+  }
+
+  // True when `e` reads a virtual node, mentions `lane`'s symbol nowhere and reads `w` nowhere
+  // (directly or through a replay).
+  bool invariant_replay(const Expr& e, const Node& w, const Stmt* lane) const {
+    bool replays = false, ok = true;
+    std::function<void(const Expr&)> scan = [&](const Expr& x) {
+      if (x.kind == ExprKind::GetLocal) ok = false;
+      if (x.kind == ExprKind::Get || x.kind == ExprKind::EmbedIndex)
+        for (const auto& idx : x.indices) ok = ok && !idx.canonical().mentions(lane->sym);
+      if (x.kind == ExprKind::Get) {
+        if (x.name == w.name) ok = false;
+        if (plan_.is_virtual(x.name)) {
+          replays = true;
+          if (plan_.replay_reads(x.name).count(w.name) > 0) ok = false;
+        }
+      }
+      for (const auto& a : x.args)
+        if (a) scan(*a);
+    };
+    scan(e);
+    return ok && replays;
+  }
+
+  // Fills one array per hoisted expression with its value at every (row k, reduced iteration),
+  // laid out [k][reduced iteration], in the reduced loops' order; lanes() reads them back.
+  void precompute_invariants(const std::vector<const Expr*>& hoisted, const NestShape& shape, const Stmt* row,
+                             const Aff& row_aff, int rows) {
+    invariants_.clear();
+    if (hoisted.empty()) return;
+    const std::int64_t trips = codegen::trip_count(shape.reduced);
+    for (const Expr* h : hoisted) {
+      const std::string array = em_.fresh("inv");
+      invariants_.emplace_back(h, array);
+      em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(h->prec, Dialect::C),
+                           array, trips * rows));
+    }
+    // The rows innermost: one pass over the reduced iterations fills every row, so operands read
+    // across the rows (a column of a row-major node) are read one cache line for all rows.
+    for (const Stmt* r : shape.reduced) {
+      em_.open(em_.loop_header(*r));
+      em_.push_scope();
+    }
+    const std::string at = reduced_linear(shape).str();
+    for (int k = 0; k < rows; ++k) {
+      Aff ra = row_aff;
+      ra.off += k;
+      em_.bind_sym(row->sym, ra);
+      for (const auto& [h, array] : invariants_) {
+        ExprP alias(std::shared_ptr<const Expr>{}, h);  // non-owning: the routine outlives this
+        em_.line(fmt::format("{}[{} * {}LL + {}] = {};", array, k, trips, at, em_.expr(alias)));
+      }
+    }
+    for (auto it = shape.reduced.rbegin(); it != shape.reduced.rend(); ++it) {
+      em_.pop_scope();
+      em_.close();
+      em_.unbind_sym((*it)->sym);
+    }
+    em_.unbind_sym(row->sym);
   }
 
   static void collect_reads(const ExprP& e, std::vector<const Expr*>& out) {
@@ -1055,6 +1470,7 @@ class CGenerator {
   std::set<std::string> band_writes_;         // nodes the current lane band writes (never panelled)
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
   std::map<const Expr*, std::string> tiles_;  // packed reads of the current block
+  std::vector<std::pair<const Expr*, std::string>> invariants_;  // hoisted expressions -> their arrays
 };
 
 }  // namespace

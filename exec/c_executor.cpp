@@ -148,6 +148,16 @@ class CExecutor final : public Executor {
                                       opts_.source_name);
   }
 
+  CObjectExport export_object(const Routine& r) {
+    CObjectExport x{make_plan(r, opts_.placement), {}, {}, "fpx_entry"};
+    x.source = generate_c(x.plan);
+    JitResult jit = jit_compile_c(x.source, jit_options());
+    // The bytes of the object that was just verified against its seal and loaded.
+    x.object_bytes = jit.object->bytes();
+    FP_INTERNAL_CHECK(!x.object_bytes.empty(), "compiled object '{}' is empty", jit.object->path());
+    return x;
+  }
+
   std::vector<std::unique_ptr<CompiledProgram>> compile_batch(const std::vector<Routine>& rs) {
     const int threads = resolve_c_threads(opts_.threads);
     std::vector<ProgramPlan> plans;
@@ -200,6 +210,10 @@ std::unique_ptr<Executor> make_c_executor(const ExecOptions& opts) {
 std::vector<std::unique_ptr<CompiledProgram>> compile_c_batch(const std::vector<Routine>& routines,
                                                               const ExecOptions& opts) {
   return CExecutor(opts).compile_batch(routines);
+}
+
+CObjectExport export_c_object(const Routine& r, const ExecOptions& opts) {
+  return CExecutor(opts).export_object(r);
 }
 
 }  // namespace fp

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exec/executor.h"
+#include "exec/program_plan.h"
 
 namespace fp {
 
@@ -14,6 +15,19 @@ namespace fp {
 // dominate. Equivalent to compiling each with make_c_executor(opts).
 std::vector<std::unique_ptr<CompiledProgram>> compile_c_batch(const std::vector<Routine>& routines,
                                                               const ExecOptions& opts);
+
+// A routine compiled to a shared object for a caller outside flashproof that loads it itself, in
+// its own process (scripts/bench-peers loads it with Python's ctypes): the object's bytes exactly
+// as the JIT verified and loaded them, its source, and the plan whose node order is the order of
+// the entry function's buffer slots (the ABI: exec/c_codegen.h). The caller passes `threads` in
+// fpx_ctx itself.
+struct CObjectExport {
+  ProgramPlan plan;
+  std::string source;
+  std::string object_bytes;
+  std::string entry = "fpx_entry";
+};
+CObjectExport export_c_object(const Routine& r, const ExecOptions& opts);
 
 // The most worker threads a C program may run with: 4 × the hardware threads, but never a cap
 // below 64 (oversubscribing a small machine on purpose is legitimate) nor above 1024 (libgomp

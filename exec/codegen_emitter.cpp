@@ -418,8 +418,16 @@ std::string Emitter::expr(const ExprP& ep) {
         case Prec::F16:
         case Prec::BF16:
           return round_narrow(e.prec, a);
-        case Prec::I32:
-          return "fpc_to_i32(" + a + ")";
+        case Prec::I32: {
+          // Saturating the 64-bit index is exactly fpc_to_i32((double)v) for every v (§3: i32
+          // saturates; int64 → double is monotonic and ±2^31 are doubles, so a value rounded on
+          // the way saturates to the same end), without an int → double → int round trip per
+          // element: a causal mask's compare stays in integer lanes.
+          const std::string v = index_aff(e.indices[0]).str();
+          return fmt::format(
+              "((fpc_i32)({0} > 2147483647LL ? 2147483647LL : ({0} < -2147483648LL ? -2147483648LL : {0})))",
+              v);
+        }
       }
       return a;
     }

@@ -102,6 +102,7 @@ class Emitter {
   // One particular expression of the routine replaced by a C rvalue of its type: a read by a
   // packed copy, an exp by its value computed ahead (c_codegen's paired exponentials).
   void substitute_expr(const Expr* read, std::string rvalue) { expr_subst_[read] = std::move(rvalue); }
+  void unsubstitute_expr(const Expr* read) { expr_subst_.erase(read); }
   void clear_expr_substitutions() { expr_subst_.clear(); }
 
   // Expressions: returns C text of ctype(e->prec); replays of virtual reductions emit statements

@@ -288,6 +288,21 @@ SharedObject::~SharedObject() {
   close(fd_);
 }
 
+std::string SharedObject::bytes() const {
+  std::string out;
+  char buf[1 << 16];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw ExecError(fmt::format("reading the compiled object '{}': {}", path_, std::strerror(errno)));
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    at += n;
+  }
+  return out;
+}
+
 void* SharedObject::symbol(const char* name) const {
   return dlsym(handle_, name);
 }

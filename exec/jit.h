@@ -61,6 +61,8 @@ class SharedObject {
   void* symbol(const char* name) const;
   // The cache entry it was loaded from (for messages).
   const std::string& path() const { return path_; }
+  // The bytes of the loaded file, read through the descriptor it was loaded by (export_c_object).
+  std::string bytes() const;
 
  private:
   void* handle_;

@@ -1,9 +1,9 @@
 // `flashproof bench attention`: the CPU (or GPU) attention benchmark — composed vs rewritten
-// (every member's gate on) on a compiled executor, at each sequence length, runs interleaved, median of the repeats: time, GFLOP/s (4·sq·sk·d per head, forward), fraction of the
-// machine's f32 peak measured in the same run (exec/cpu_peak.h), and peak memory (the memory
-// report of the placed routine; the C executor's measured peak is checked against it). Prints a
-// table, optionally writes CSV and a PNG plot (python3 + matplotlib, skipped when missing).
-// docs/executors.md shows a run.
+// (every member's gate on) on a compiled executor, at each sequence length, runs interleaved, median of the
+// repeats: time, GFLOP/s (4·sq·sk·d per head, forward), fraction of the machine's f32 peak measured in the
+// same run (exec/cpu_peak.h), and peak memory (the memory report of the placed routine; the C executor's
+// measured peak is checked against it). Prints a table, optionally writes CSV and a PNG plot (python3 +
+// matplotlib, skipped when missing). docs/executors.md shows a run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -155,10 +155,22 @@ AttentionSpec bench_spec(const BenchOptions& o, std::int64_t seq) {
   return spec;
 }
 
+// `bench peak`: the measured f32 peak alone (scripts/bench-peers reports its figures against it).
+void bench_peak(const BenchOptions& o) {
+  const ExecOptions eo = exec_options(o.config.resolve(), "peak", o.threads);
+  auto ex = make_executor("c", eo);
+  require_available(*ex);
+  const PeakMeasurement pk = measure_f32_peak(eo);
+  write_text_output(o.output, fmt::format("measured f32 peak: {:.1f} GFLOP/s ({}, {} thread{}, same compiler "
+                                          "and flags)\n",
+                                          pk.gflops, pk.instruction, pk.threads, pk.threads == 1 ? "" : "s"));
+}
+
 void bench_attention(const BenchOptions& o) {
+  if (o.what == "peak") return bench_peak(o);
   if (o.what != "attention")
     throw UserError(kExitUsage, "", 0, 0,
-                    fmt::format("bench: unknown benchmark '{}' (known: attention)", o.what));
+                    fmt::format("bench: unknown benchmark '{}' (known: attention, peak)", o.what));
   const std::vector<std::int64_t> seqs = parse_seqs(o.seqs);
   Config cfg = o.config.resolve();
   const ExecOptions eo = exec_options(cfg, "attention", o.threads);
@@ -276,9 +288,10 @@ void bench_attention(const BenchOptions& o) {
 }
 
 void setup_bench(CLI::App& app) {
-  auto* sub = app.add_subcommand("bench", "Benchmarks (figures, not tests): attention");
+  auto* sub = app.add_subcommand("bench", "Benchmarks (figures, not tests): attention, peak");
   auto o = std::make_shared<BenchOptions>();
-  sub->add_option("what", o->what, "Benchmark to run: attention")->required();
+  sub->add_option("what", o->what, "Benchmark to run: attention, or peak (the measured f32 peak alone)")
+      ->required();
   sub->add_option("--seq", o->seqs, "Sequence lengths (sq = sk), comma-separated")->capture_default_str();
   sub->add_option("--d", o->d, "Head width d (= value width e)")
       ->transform(integer_in<std::int64_t>(1, kMaxAttentionSize))

@@ -22,7 +22,6 @@
 #include <regex>
 #include <sstream>
 
-#include "frontend/attention.h"
 #include "core/checker.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
@@ -35,6 +34,7 @@
 #include "exec/c_executor.h"
 #include "exec/executor.h"
 #include "exec/program_plan.h"
+#include "frontend/attention.h"
 #include "random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
@@ -323,6 +323,288 @@ TEST(ExecC, PairedExponentialsOnlyInScansAndBitwise) {
 })");
   EXPECT_FALSE(std::regex_search(generate_c(make_plan(two, test_options().placement)), paired));
   expect_bitwise({scan, two}, {"scan", "two exps"});
+}
+
+// idx.i32 is emitted as a saturated 64-bit integer, not as fpc_to_i32 of a double (the causal
+// mask's compare per score): the same cell for every index, including ones far outside i32 (they
+// saturate, docs/semantics.md §3) and ones beyond 2^53 (rounded to double by the interpreter), in
+// plain nests and in lane bands.
+TEST(ExecC, IndexToI32IsAnIntegerSaturationEqualToTheInterpreters) {
+  Routine r = parse_checked(R"(routine index_to_i32 {
+  node x : f32[6, 5] materialized input
+  node y : i32[6, 5] materialized output
+  node z : f32[6, 5] materialized output
+  for s in 0..5 {
+    for t in 0..4 {
+      y[s, t] = add.i32(idx.i32(1000000000*s - 2500000000 + t), idx.i32(1152921504606846976*t - 3*s - 1))
+      z[s, t] = where.f32(lt.i32(idx.i32(t), idx.i32(s - 1)), x[s, t], -inf:f32)
+    }
+  }
+})");
+  const std::string c = generate_c(make_plan(r, test_options().placement));
+  EXPECT_EQ(c.find("fpc_to_i32((double)"), std::string::npos);
+  const std::string causal =
+      generate_c(make_plan(build_attention(spec(Prec::F32, "causal", 9, 9)), test_options().placement));
+  EXPECT_EQ(causal.find("fpc_to_i32((double)"), std::string::npos);
+  EXPECT_NE(causal.find("2147483647LL"), std::string::npos);
+  expect_bitwise({r}, {"idx.i32"});
+}
+
+// Loop-invariant code motion in reduction nests (exec/c_codegen.cpp hoisted_invariants): a
+// replayed virtual operand that does not depend on the lane loop (the training step's
+// `where(mask)·scale` gradient chain) is computed once per row block into an array; one that
+// depends on the lane loop, or a nest without replays, is left in place. Bitwise either way, at
+// every precision, with row and lane extents that are not multiples of the unroll or the lane
+// width, and NaN/inf operands.
+TEST(ExecC, LaneInvariantReplaysAreHoistedOnlyWhenInvariantAndStayBitwise) {
+  auto routine = [](const std::string& prec, const std::string& read) {
+    return parse_checked(fmt::format(R"(routine licm {{
+  node a : {0}[9, 13] materialized input
+  node b : {0}[13, 7] materialized input
+  node m : {0}[9, 13] materialized
+  node y : {0}[9, 7] materialized output
+  for s in 0..8 {{
+    for t in 0..12 {{
+      m[s, t] = mul.{0}(where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), a[s, t], 0:{0}), 0.125:{0})
+    }}
+  }}
+  zero y
+  for s in 0..8 {{
+    for e in 0..6 {{
+      for t in 0..12 {{
+        y[s, e] = add.{0}(y[s, e], mul.{0}({1}, b[t, e]))
+      }}
+    }}
+  }}
+}})",
+                                     prec, read));
+  };
+  const std::regex hoisted(R"(\binv[0-9]+\[)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const std::string prec : {"f32", "f64", "f16", "bf16"}) {
+    rs.push_back(routine(prec, "m[s, t]"));
+    names.push_back(prec + " invariant");
+  }
+  rs.push_back(routine("f32", "m[e, t]"));
+  names.push_back("depends on the lane loop");
+  rs.push_back(routine("f32", "a[s, t]"));
+  names.push_back("no replay");
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const std::string c = generate_c(make_plan(rs[i], test_options().placement));
+    EXPECT_EQ(std::regex_search(c, hoisted), i < 4) << names[i];
+  }
+  const std::string train = generate_c(
+      make_plan(build_attention(spec(Prec::F32, "causal", 11, 11, true)), test_options().placement));
+  EXPECT_TRUE(std::regex_search(train, hoisted));
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0]}, test_options());
+  TensorMap in = random_inputs(rs[0], 3);
+  in.at("a").data[5] = NAN;
+  in.at("a").data[20] = INFINITY;
+  in.at("b").data[9] = -INFINITY;
+  EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
+}
+
+// Register-blocked reduction nests (exec/c_codegen.cpp lane_groups): at f32 and f64 a lane block
+// of 4 vectors × 4 rows of independent cells, chosen from the nest's shape (program_plan.h
+// NestShape), never for a nest whose per-cell order a reordering would change — one that reads
+// the stored node at another cell, or stores through a skewed index — and never at f16/bf16.
+// Bitwise against the interpreter with extents that are multiples of no lane, group or row
+// width, operands read transposed (packed) and contiguous, reduced loops outside the target
+// loops, a mask, and NaN/±inf operands.
+TEST(ExecC, RegisterBlockedContractionsOnlyWhereThePerCellOrderIsKept) {
+  auto nest = [](const std::string& prec, const std::string& loops, const std::string& store,
+                 const std::string& rhs) {
+    return parse_checked(fmt::format(R"(routine blocked {{
+  node x : {0}[19, 13] materialized input
+  node b : {0}[70, 19] materialized input
+  node c : {0}[19, 70] materialized input
+  node y : {0}[13, 70] materialized output
+  zero y
+  {1} {{
+    {2} = add.{0}({2}, {3})
+  }} }} }}
+}})",
+                                     prec, loops, store, rhs));
+  };
+  const std::string natural = "for s in 0..12 { for e in 0..69 { for t in 0..18";
+  const std::string reduced_outside = "for t in 0..18 { for s in 0..12 { for e in 0..69";
+  struct Case {
+    std::string name;
+    Routine r;
+    bool blocked;
+  };
+  std::vector<Case> cases;
+  for (const std::string prec : {"f32", "f64"}) {
+    cases.push_back({prec + " contiguous",
+                     nest(prec, natural, "y[s, e]", fmt::format("mul.{0}(x[t, s], c[t, e])", prec)), true});
+    cases.push_back({prec + " transposed (packed)",
+                     nest(prec, reduced_outside, "y[s, e]", fmt::format("mul.{0}(x[t, s], b[e, t])", prec)),
+                     true});
+    cases.push_back(
+        {prec + " masked",
+         nest(prec, natural, "y[s, e]",
+              fmt::format("where.{0}(lt.i32(idx.i32(e), idx.i32(s + 40)), mul.{0}(x[t, s], c[t, e]), 0:{0})",
+                          prec)),
+         true});
+  }
+  for (const std::string prec : {"f16", "bf16"})
+    cases.push_back({prec + " lanes only",
+                     nest(prec, natural, "y[s, e]", fmt::format("mul.{0}(x[t, s], c[t, e])", prec)), false});
+  cases.push_back({"reads another cell of y",
+                   nest("f32", "for s in 0..12 { for e in 1..69 { for t in 0..18", "y[s, e]",
+                        "mul.f32(y[s, e - 1], c[t, e])"),
+                   false});
+  cases.push_back({"skewed store",
+                   nest("f32", "for s in 0..12 { for e in 0..50 { for t in 0..18", "y[s, e + t]",
+                        "mul.f32(x[t, s], c[t, e])"),
+                   false});
+  const std::regex blocked(R"(register block: 4 vectors)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, blocked), c.blocked) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0], rs[1]}, test_options());
+  for (std::size_t i = 0; i < 2; ++i) {
+    TensorMap in = random_inputs(rs[i], 8);
+    in.at("x").data[7] = NAN;
+    in.at("c").data[100] = INFINITY;
+    in.at("c").data[300] = -INFINITY;
+    in.at("b").data[21] = INFINITY;
+    for (int t = 0; t < 19; ++t)
+      in.at("c").data[static_cast<std::size_t>(t * 70 + 33)] = NAN;  // a NaN column
+    EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in))) << names[i];
+  }
+}
+
+// Row reductions in panels (exec/c_codegen.cpp rows_in_panels): a row max or sum whose operand
+// is read along the rows (a direct read, or a virtual one replayed into the panel) runs over
+// chunks of the reduced loop from a contiguous copy, several vectors of rows at a time at
+// f32/f64; a row reduction whose operand is contiguous across the rows is left alone. Bitwise,
+// with row and reduced extents that are multiples of no lane, group or chunk width, at every
+// precision, and rows holding NaN and ±inf.
+TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
+  auto routine = [](const std::string& prec, const std::string& op, const std::string& read) {
+    return parse_checked(fmt::format(R"(routine rows {{
+  node x : {0}[70, 300] materialized input
+  node xt : {0}[300, 70] materialized input
+  node sc : {0}[70, 300] materialized
+  node m : {0}[70] materialized output
+  for s in 0..69 {{
+    for t in 0..299 {{
+      sc[s, t] = mul.{0}(x[s, t], 0.125:{0})
+    }}
+  }}
+  for s in 0..69 {{
+    m[s] = -inf:{0}
+  }}
+  for s in 0..69 {{
+    for t in 0..299 {{
+      m[s] = {1}.{0}(m[s], {2})
+    }}
+  }}
+}})",
+                                     prec, op, read));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool panels, blocked;
+  };
+  std::vector<Case> cases;
+  for (const std::string prec : {"f32", "f64", "f16", "bf16"}) {
+    const bool wide = prec == "f32" || prec == "f64";
+    cases.push_back({prec + " max of a replayed operand", routine(prec, "max", "sc[s, t]"), true, wide});
+    cases.push_back({prec + " sum of a direct operand", routine(prec, "add", "x[s, t]"), true, wide});
+  }
+  cases.push_back({"operand contiguous across rows", routine("f32", "max", "xt[t, s]"), false, false});
+  const std::regex panel(R"(\bpanel[0-9]+\[)"), blocked(R"(rows in panels)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, panel), c.panels) << c.name;
+    EXPECT_EQ(std::regex_search(src, blocked), c.blocked) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0], rs[1], rs[4]}, test_options());
+  for (std::size_t i = 0; i < 3; ++i) {
+    TensorMap in = random_inputs(rs[i == 2 ? 4 : i], 9);
+    for (int t = 0; t < 300; ++t)
+      in.at("x").data[static_cast<std::size_t>(3 * 300 + t)] = -INFINITY;  // a -inf row
+    in.at("x").data[5 * 300 + 299] = NAN;
+    in.at("x").data[66 * 300 + 257] = INFINITY;
+    in.at("x").data[67 * 300 + 0] = -0.0;
+    EXPECT_TRUE(bitwise_equal(interpret(rs[i == 2 ? 4 : i], in), progs[i]->run(in))) << i;
+  }
+}
+
+// Buffers of 1 MiB or more are pooled across runs (exec/c_codegen.cpp fpx_pool_*): a program run
+// again gets its released buffers back, so one whose first writer reads the initial zeros must be
+// zeroed again — two runs on different inputs, and a second program of the same shapes in the
+// same object, each agree with the interpreter bitwise, and the measured peak is still the
+// report's.
+TEST(ExecC, PooledBuffersAreZeroedAgainWhenTheirZerosAreRead) {
+  Routine r = parse_checked(R"(routine pooled {
+  node x : f32[512, 600] materialized input
+  node acc : f32[512, 600] materialized
+  node y : f32[512] materialized output
+  for i in 0..511 {
+    for j in 0..599 {
+      acc[i, j] = add.f32(acc[i, j], x[i, j])
+    }
+  }
+  zero y
+  for i in 0..511 {
+    for j in 0..599 {
+      y[i] = add.f32(y[i], acc[i, j])
+    }
+  }
+})");
+  EXPECT_NE(generate_c(make_plan(r, test_options().placement)).find("fpx_pool_take"), std::string::npos);
+  auto progs = compile_c_batch({r, r}, test_options());
+  const std::int64_t report = memory_report(place(r, test_options().placement).routine).peak_bytes;
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    for (auto& p : progs) {
+      TensorMap in = random_inputs(r, seed);
+      EXPECT_TRUE(bitwise_equal(interpret(r, in), p->run(in))) << seed;
+      EXPECT_EQ(p->last_stats().peak_bytes, report);
+    }
+  }
+}
+
+// The attention programs at sizes where every new schedule is taken (register blocks with a
+// partial block, rows in panels, hoisted gradient chains): sq 70, sk 67, d 64, e 65, forward and
+// training step (f32, f64), no mask and causal (a NaN fill too), forward at f16 and bf16 too —
+// bitwise.
+TEST(ExecC, AttentionAtRegisterBlockSizesBitwise) {
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (Prec p : {Prec::F32, Prec::F64, Prec::F16, Prec::BF16})
+    for (const std::string mask : {"none", "causal"})
+      for (bool train : {false, true}) {
+        if (train && (p == Prec::F16 || p == Prec::BF16)) continue;  // the interpreter's slowest case
+        AttentionSpec s = spec(p, mask, 70, 67, train, p == Prec::F32 && mask == "causal" ? "nan" : "-inf");
+        s.batch = 1;
+        s.heads = 1;
+        s.d = 64;
+        s.e = 65;
+        rs.push_back(build_attention(s));
+        names.push_back(fmt::format("{} {} {}", prec_name(p), mask, train ? "train" : "forward"));
+      }
+  const std::string c = generate_c(make_plan(rs[3], test_options().placement));  // f32 causal train
+  EXPECT_NE(c.find("register block: 4 vectors"), std::string::npos);
+  EXPECT_NE(c.find("rows in panels"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(c, std::regex(R"(\binv[0-9]+\[)")));
+  expect_bitwise(rs, names);
 }
 
 TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
