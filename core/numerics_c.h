@@ -473,14 +473,16 @@ FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
  * selections), so that GCC vectorizes loops of it; a vector lane computes the same operations, so
  * the same bits. Within FPC_EXP32_MAX_ULP ulps of exp(x) (of the exact value's binade; the
  * subnormal range: ulps of 2^-149) on every f32 input (measured over all 2^32: bench/exp_ulp_bench). */
-#define FPC_EXP32_MAX_ULP 0.87
+#define FPC_EXP32_MAX_ULP 0.87 /* measured maximum 0.868039638 ulp (x = -0x1.4caf52p+2), rounded up */
 FPC_FN float fpc_exp32(float x) {
-  /* NaN fails both comparisons and goes to LOWEST; the last line returns it (quieted). */
-  const float lo_clamped = x >= FPC_EXP32_LOWEST ? x : FPC_EXP32_LOWEST;
-  const float xs = lo_clamped <= FPC_EXP32_HIGHEST ? lo_clamped : FPC_EXP32_HIGHEST;
+  /* NaN fails both comparisons and goes to LOWEST; the last line returns it (quieted). Written as
+   * `a > b ? a : b` and `a < b ? a : b`, the forms of x86's maxps/minps (which return the second
+   * operand on NaN). */
+  const float lo_clamped = x > FPC_EXP32_LOWEST ? x : FPC_EXP32_LOWEST;
+  const float xs = lo_clamped < FPC_EXP32_HIGHEST ? lo_clamped : FPC_EXP32_HIGHEST;
   /* xs = k ln2 + r, k = RN(xs/ln2) in [-150, 128], |r| <= ~ln2/2. rh is exact (k * hi is exact
-   * and Sterbenz applies); r = rh - rl is used only inside the polynomial, the sum keeps rh and
-   * rl apart so that r's rounding does not reach the result. */
+   * and Sterbenz applies); r = rh - rl is used only inside the polynomial: the sum keeps rh and
+   * rl apart, so r's own rounding reaches the result only through q. */
   const float kf = (xs * FPC_EXP32_INV_LN2 + FPC_EXP32_SHIFTER) - FPC_EXP32_SHIFTER;
   const fpc_i32 k = (fpc_i32)kf;
   const float rh = xs - kf * FPC_EXP32_LN2_HI;
@@ -491,13 +493,15 @@ FPC_FN float fpc_exp32(float x) {
       (FPC_EXP32_C2 +
        r * (FPC_EXP32_C3 + r * (FPC_EXP32_C4 + r * (FPC_EXP32_C5 + r * (FPC_EXP32_C6 + r * FPC_EXP32_C7)))));
   const float y = 1.0f + (rh + (q - rl)); /* exp(r), in [0.70, 1.42] */
-  /* y * 2^k in two exact-or-once-rounded steps: k1 = trunc(k/2) and k2 = k - k1 are in [-75, 64],
-   * so 2^k1 and 2^k2 are normal binary32 values built from their bits, y * 2^k1 is exact and the
-   * second product is the only rounding (gradual underflow, or overflow to +inf). */
-  const fpc_i32 k1 = k / 2;
-  const fpc_i32 k2 = k - k1;
-  const float s1 = fpc_f32_from_bits((fpc_u32)(k1 + 127) << 23);
-  const float s2 = fpc_f32_from_bits((fpc_u32)(k2 + 127) << 23);
+  /* y * 2^k in two steps: k1 = floor(k/2) and k2 = k - k1 are in [-75, 64], so 2^k1 and 2^k2 are
+   * normal binary32 values built from their biased exponents e1 = k1 + 127 = (k + 254) >> 1 and
+   * e2 = k2 + 127 = (k + 254) - e1 (k + 254 > 0: a logical shift), y * 2^k1 is exact and the second
+   * product is the only rounding (gradual underflow, or overflow to +inf). */
+  const fpc_u32 kb = (fpc_u32)(k + 254);
+  const fpc_u32 e1 = kb >> 1;
+  const fpc_u32 e2 = kb - e1;
+  const float s1 = fpc_f32_from_bits(e1 << 23);
+  const float s2 = fpc_f32_from_bits(e2 << 23);
   const float res = (y * s1) * s2;
   return x != x ? x + x : res;
 }
