@@ -1,16 +1,23 @@
-// Accuracy of flashproof's exp, measured against MPFR (correctly rounded, 160-bit): the maximum
-// error in ulps of fp_exp64 on random doubles, and of exp.f32/f16/bf16 (= round_to(p,
-// fp_exp64(x))) over f32 bit patterns with a stride (all 2^32 with stride 1: minutes, see
-// FLASHPROOF_EXP_F32_STRIDE below) and over every f16/bf16 input. Counters: max_ulp (error of the
-// result against the exact value, in ulps of the result's precision), misrounded (results that
-// differ from the correctly rounded one), checked (inputs compared). Also the cost of one call.
+// Accuracy and cost of flashproof's exps, measured against MPFR (160-bit): the maximum error in
+// ulps of fp_exp64 on random doubles; of exp.f32 = fp_exp32 over f32 bit patterns with a stride
+// (all 2^32 with stride 1, see FLASHPROOF_EXP_F32_STRIDE below), with the worst input, and, on the
+// same patterns, whether fp_exp32 compiled as the C executor compiles it (vectorized, AVX-512 here)
+// and with vectorization off gives the library's bits; of exp.f16/bf16 (fp_exp32 rounded) over
+// every f16/bf16 input. Counters: max_ulp (error against the exact value, in ulps of the exact
+// value's binade at the result's precision), misrounded (results that differ from the correctly
+// rounded one), checked (inputs compared), vector_differs / scalar_differs (patterns where a JIT
+// form's bits differ from the library's), nonmonotone (stride 1 only: consecutive inputs whose
+// results go the wrong way). BM_ExpF32Cost: ns per element of a loop of fp_exp32 compiled scalar
+// and vectorized, and of the previous exp.f32 (fp_exp64 rounded), median of interleaved rounds.
 //
 // FLASHPROOF_EXP_F32_STRIDE=1 exp_ulp_bench --benchmark_filter=Env runs one extra f32 sweep with
 // that stride (the exhaustive figure in docs/semantics.md was measured that way).
 
 #include <benchmark/benchmark.h>
 #include <mpfr.h>
+#include <time.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -18,8 +25,11 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/numerics.h"
+#include "exec/jit.h"
+#include "exec/numerics_text.h"
 
 namespace fp {
 namespace {
@@ -30,8 +40,9 @@ constexpr mpfr_prec_t kRefBits = 160;
 struct Format {
   int prec_bits;  // significand bits, implicit bit included
   int emin;       // exponent of the smallest normal
+  int emax;       // exponent of the largest finite value
 };
-constexpr Format kF64{53, -1022}, kF32{24, -126}, kF16{11, -14}, kBF16{8, -126};
+constexpr Format kF64{53, -1022, 1023}, kF32{24, -126, 127}, kF16{11, -14, 15}, kBF16{8, -126, 127};
 
 Format format_of(Prec p) {
   switch (p) {
@@ -72,8 +83,12 @@ class ExpReference {
     ++s.checked;
     const double correct = correctly_rounded(p);
     if (std::bit_cast<std::uint64_t>(correct) != std::bit_cast<std::uint64_t>(got)) ++s.misrounded;
-    if (std::isinf(got) || mpfr_zero_p(exact_)) return;  // overflow: counted by misrounded only
     const Format f = format_of(p);
+    if (std::isinf(got)) {
+      // A spurious overflow counts as the value 2^(emax + 1) (binary64: by misrounded only).
+      if (std::isinf(correct) || p == Prec::F64) return;
+      got = std::ldexp(1.0, f.emax + 1);
+    }
     const long e = mpfr_get_exp(exact_);  // exact in [2^(e-1), 2^e)
     const long ulp_exp = std::max<long>(e - 1, f.emin) - (f.prec_bits - 1);
     mpfr_set_d(diff_, got, MPFR_RNDN);
@@ -135,43 +150,114 @@ void set_counters(benchmark::State& state, const Stats& s) {
   state.SetLabel(label);
 }
 
-// exp.f32 over the f32 bit patterns 0, stride, 2·stride, ... (NaNs skipped), plus the boundary
-// inputs. Inputs whose correctly rounded exp is known outright are compared with it directly
-// (x > 89: +inf; x < -104.5: +0; |x| < 2^-26: 1; their errors are below 0.25 ulp), so that the
-// reference exp is only evaluated where it decides something (~560 M of the 2^32 patterns).
-Stats sweep_f32(std::uint64_t stride) {
+// fp_exp32 as generated code computes it: a loop over an array, compiled by the JIT with the C
+// executor's flags (vectorized), with vectorization off (scalar), and the previous exp.f32 (fp_exp64
+// rounded to f32) for the cost comparison.
+struct JitLoops {
+  using Loop = void (*)(const float*, float*, long);
+  Loop vector = nullptr, scalar = nullptr, old_vector = nullptr;
+  std::shared_ptr<void> keep[2];
+};
+
+JitLoops compile_loops() {
+  const std::string src = std::string("#include <stddef.h>\n") + numerics_c_text() + R"(
+void loop_exp32(const float* x, float* y, long n) { for (long i = 0; i < n; ++i) y[i] = fpc_exp32(x[i]); }
+void loop_old_exp_f32(const float* x, float* y, long n) {
+  for (long i = 0; i < n; ++i) y[i] = (float)fpc_exp64((double)x[i]);
+}
+)";
+  JitOptions vec;
+  vec.flags = default_c_flags();
+  JitOptions sca = vec;
+  sca.flags =
+      "-O3 -march=native -ffp-contract=off -fno-fast-math -fno-math-errno -fno-tree-vectorize -fPIC -shared";
+  sca.flags_from_user = true;
+  JitResult v = jit_compile_c(src, vec), s = jit_compile_c(src, sca);
+  JitLoops l;
+  l.vector = reinterpret_cast<JitLoops::Loop>(v.object->symbol("loop_exp32"));
+  l.old_vector = reinterpret_cast<JitLoops::Loop>(v.object->symbol("loop_old_exp_f32"));
+  l.scalar = reinterpret_cast<JitLoops::Loop>(s.object->symbol("loop_exp32"));
+  l.keep[0] = v.object;
+  l.keep[1] = s.object;
+  return l;
+}
+
+struct SweepStats : Stats {
+  std::int64_t vector_differs = 0, scalar_differs = 0, nonmonotone = 0;
+};
+
+// exp.f32 over the f32 bit patterns 0, stride, 2·stride, ... (NaNs: only the bitwise comparison of
+// the JIT forms), in chunks: the JIT loops compute each chunk, the library the same patterns one
+// by one. Inputs whose correctly rounded exp is known outright (x > 89: +inf; x < -104.5: +0;
+// |x| < 2^-26: 1) are compared with it and measured only when they differ, so that the reference
+// exp is only evaluated where it decides something (~560 M of the 2^32 patterns). The worst input
+// is re-measured with MPFR alone at the end.
+SweepStats sweep_f32(std::uint64_t stride) {
+  const JitLoops jit = compile_loops();
   ExpReference ref;
-  Stats s;
-  for (std::uint64_t b = 0; b < (1ull << 32); b += stride) {
-    const double x = static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
-    if (std::isnan(x)) continue;
-    const double got = apply_unop(UnOp::Exp, Prec::F32, x);
-    double known = -1;
-    if (x > 89.0)
-      known = INFINITY;
-    else if (x < -104.5)
-      known = 0.0;
-    else if (std::fabs(x) < 0x1p-26)
-      known = 1.0;
-    if (known >= 0) {
-      ++s.checked;
-      if (std::bit_cast<std::uint64_t>(got) != std::bit_cast<std::uint64_t>(known)) ++s.misrounded;
-      continue;
+  SweepStats s;
+  constexpr std::size_t kChunk = 1 << 20;
+  std::vector<float> xs(kChunk), yv(kChunk), ys(kChunk);
+  float prev_x = 0, prev_y = 0;
+  bool have_prev = false;
+  for (std::uint64_t b0 = 0; b0 < (1ull << 32); b0 += stride * kChunk) {
+    std::size_t n = 0;
+    for (std::uint64_t b = b0; b < (1ull << 32) && n < kChunk; b += stride)
+      xs[n++] = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    jit.vector(xs.data(), yv.data(), static_cast<long>(n));
+    jit.scalar(xs.data(), ys.data(), static_cast<long>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const float xf = xs[i], yf = fp_exp32(xf);
+      s.vector_differs += std::bit_cast<std::uint32_t>(yv[i]) != std::bit_cast<std::uint32_t>(yf);
+      s.scalar_differs += std::bit_cast<std::uint32_t>(ys[i]) != std::bit_cast<std::uint32_t>(yf);
+      if (std::isnan(xf)) {
+        have_prev = false;
+        continue;
+      }
+      // Consecutive patterns: increasing x for x >= +0, decreasing for x <= -0.
+      if (stride == 1 && have_prev && std::signbit(prev_x) == std::signbit(xf))
+        s.nonmonotone += std::signbit(xf) ? yf > prev_y : yf < prev_y;
+      prev_x = xf;
+      prev_y = yf;
+      have_prev = true;
+      const double x = xf, got = yf;
+      double known = -1;
+      if (x > 89.0)
+        known = INFINITY;
+      else if (x < -104.5)
+        known = 0.0;
+      else if (std::fabs(x) < 0x1p-26)
+        known = 1.0;
+      if (known >= 0 && std::bit_cast<std::uint64_t>(got) == std::bit_cast<std::uint64_t>(known)) {
+        ++s.checked;
+        continue;
+      }
+      ref.check_f32(x, got, s);
     }
-    ref.check_f32(x, got, s);
   }
   // The boundaries, whatever the stride: underflow to 0, overflow to inf, results next to 1.
   for (double x : {-104.0, -103.97, -87.34, 88.72, 88.73, 89.0, 0x1p-27, -0x1p-27, 0x1p-24, -0x1p-25}) {
     const double xf = round_to(Prec::F32, x);
     ref.check(xf, apply_unop(UnOp::Exp, Prec::F32, xf), Prec::F32, s);
   }
+  // The worst input again, with the 160-bit reference only.
+  Stats worst;
+  ref.check(s.worst_x, fp_exp32(static_cast<float>(s.worst_x)), Prec::F32, worst);
+  s.max_ulp = std::max(s.max_ulp, worst.max_ulp);
   return s;
 }
 
-void BM_ExpF32Ulp(benchmark::State& state) {
-  Stats s;
-  for (auto _ : state) s = sweep_f32(static_cast<std::uint64_t>(state.range(0)));
+void set_sweep_counters(benchmark::State& state, const SweepStats& s) {
   set_counters(state, s);
+  state.counters["vector_differs"] = static_cast<double>(s.vector_differs);
+  state.counters["scalar_differs"] = static_cast<double>(s.scalar_differs);
+  state.counters["nonmonotone"] = static_cast<double>(s.nonmonotone);
+}
+
+void BM_ExpF32Ulp(benchmark::State& state) {
+  SweepStats s;
+  for (auto _ : state) s = sweep_f32(static_cast<std::uint64_t>(state.range(0)));
+  set_sweep_counters(state, s);
 }
 BENCHMARK(BM_ExpF32Ulp)->Arg(65537)->Arg(4099)->Iterations(1)->Unit(benchmark::kSecond);
 
@@ -226,8 +312,8 @@ void BM_Exp64Ulp(benchmark::State& state) {
 }
 BENCHMARK(BM_Exp64Ulp)->Arg(1 << 20)->Iterations(1)->Unit(benchmark::kSecond);
 
-// Cost of one call in a dependent chain: fp_exp64, fp_exp_narrow (what exp.f32/f16/bf16 use) and
-// libm's exp for comparison.
+// Cost of one call in a dependent chain: fp_exp64 (exp.f64), fp_exp32 (exp.f32) and libm's exp
+// for comparison.
 void BM_ExpCall(benchmark::State& state, double (*exp_fn)(double)) {
   double x = -3.0, acc = 0;
   for (auto _ : state) {
@@ -236,34 +322,57 @@ void BM_ExpCall(benchmark::State& state, double (*exp_fn)(double)) {
     benchmark::DoNotOptimize(acc);
   }
 }
-double libm_exp(double x) { return std::exp(x); }
+double libm_exp(double x) {
+  return std::exp(x);
+}
+double exp32_as_double(double x) {
+  return fp_exp32(static_cast<float>(x));
+}
 BENCHMARK_CAPTURE(BM_ExpCall, fp_exp64, fp_exp64);
-BENCHMARK_CAPTURE(BM_ExpCall, fp_exp_narrow, fp_exp_narrow);
+BENCHMARK_CAPTURE(BM_ExpCall, fp_exp32, exp32_as_double);
 BENCHMARK_CAPTURE(BM_ExpCall, libm, libm_exp);
 
-// fp_exp_narrow (what exp.f32/f16/bf16 compute) against fp_exp64 rounded, on every f32 bit
-// pattern with a stride (4099 by default; FLASHPROOF_EXP_NARROW_STRIDE=1 checks every input,
-// about 200 s): counter differing must be 0.
-void BM_ExpNarrowMatchesF64(benchmark::State& state) {
-  std::uint64_t stride = 4099;
-  if (const char* env = std::getenv("FLASHPROOF_EXP_NARROW_STRIDE"); env && std::atoll(env) > 0)
-    stride = static_cast<std::uint64_t>(std::atoll(env));
-  std::int64_t checked = 0, differing = 0;
-  for (auto _ : state) {
-    checked = differing = 0;
-    for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += stride) {
-      const double x = std::bit_cast<float>(static_cast<std::uint32_t>(b));
-      for (Prec p : {Prec::F32, Prec::F16, Prec::BF16}) {
-        const double a = round_to(p, fp_exp_narrow(x)), w = round_to(p, fp_exp64(x));
-        differing += std::bit_cast<std::uint64_t>(a) != std::bit_cast<std::uint64_t>(w) && !(a != a && w != w);
-      }
-      ++checked;
-    }
-  }
-  state.counters["checked"] = static_cast<double>(checked);
-  state.counters["differing"] = static_cast<double>(differing);
+// This thread's CPU time: on a shared machine, wall-clock rounds also time the other processes.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
-BENCHMARK(BM_ExpNarrowMatchesF64)->Iterations(1)->Unit(benchmark::kSecond);
+
+// ns (thread CPU time) per element of a loop y[i] = exp(x[i]) over 16 Ki floats in [-20, 4] (the arguments of
+// a softmax; in and out stay in cache), one thread: fp_exp32 compiled scalar and vectorized (the C executor's
+// flags), and the previous exp.f32 (fp_exp64 rounded) vectorized. 41 rounds, each running every form 16 times
+// over the array in rotating order; counters: median ns/element (and the minimum, _min).
+void BM_ExpF32Cost(benchmark::State& state) {
+  const JitLoops jit = compile_loops();
+  constexpr long kN = 1 << 14;
+  constexpr int kRounds = 41, kReps = 16;
+  std::vector<float> x(kN), y(kN);
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<float> d(-20.0f, 4.0f);
+  for (float& v : x) v = d(g);
+  const JitLoops::Loop forms[3] = {jit.scalar, jit.vector, jit.old_vector};
+  std::vector<double> ns[3];
+  for (auto _ : state) {
+    for (int f = 0; f < 3; ++f) forms[f](x.data(), y.data(), kN);  // warm-up
+    for (int r = 0; r < kRounds; ++r)
+      for (int k = 0; k < 3; ++k) {
+        const int f = (r + k) % 3;
+        const double t0 = thread_seconds();
+        for (int rep = 0; rep < kReps; ++rep) forms[f](x.data(), y.data(), kN);
+        const double sec = thread_seconds() - t0;
+        ns[f].push_back(sec * 1e9 / (static_cast<double>(kN) * kReps));
+        benchmark::DoNotOptimize(y.data());
+      }
+  }
+  const char* names[3] = {"scalar_ns", "vector_ns", "old_exp_f32_vector_ns"};
+  for (int f = 0; f < 3; ++f) {
+    std::sort(ns[f].begin(), ns[f].end());
+    state.counters[names[f]] = ns[f][ns[f].size() / 2];
+    state.counters[std::string(names[f]) + "_min"] = ns[f].front();  // the least disturbed round
+  }
+}
+BENCHMARK(BM_ExpF32Cost)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The environment-selected f32 sweep (registered only when FLASHPROOF_EXP_F32_STRIDE is set).
 const bool kEnvSweepRegistered = [] {
@@ -273,9 +382,9 @@ const bool kEnvSweepRegistered = [] {
   if (stride <= 0) return false;
   benchmark::RegisterBenchmark("BM_ExpF32UlpEnv",
                                [stride](benchmark::State& state) {
-                                 Stats s;
+                                 SweepStats s;
                                  for (auto _ : state) s = sweep_f32(static_cast<std::uint64_t>(stride));
-                                 set_counters(state, s);
+                                 set_sweep_counters(state, s);
                                })
       ->Iterations(1)
       ->Unit(benchmark::kSecond);

@@ -5,9 +5,12 @@
 //   BM_CacheHit              the same tasks answered from the proof cache: time per verdict
 //   BM_Tightness/<prec>      worst observed error / bound on 10^4 MPFR rows (the certificate's (c))
 //   BM_RealsCertificate      Z3 over the reals, n = 1..3, every pattern: time and proved count
-//   BM_ExpUlpF32             fp_exp64's error in binary64 ulps over f32 inputs (the bound's η for
-//                            f32 arguments), against long double expl; every 4099th pattern by
+//   BM_ExpUlpF32             fp_exp64's error in binary64 ulps over f32 inputs (the f64 bound's η64
+//                            on such arguments), against long double expl; every 4099th pattern by
 //                            default, all 2^32 with FLASHPROOF_EXP_F32_STRIDE=1 (minutes)
+//   BM_Exp32Ulp              fp_exp32's error in f32 ulps (exp.f32, the bound's η32 = U32·2^-23)
+//                            against MPFR on every 4099th f32 pattern; the exhaustive sweep is
+//                            bench/exp_ulp_bench's
 // Run: build/bench/verify_bench [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
@@ -136,6 +139,7 @@ void BM_RealsCertificate(benchmark::State& state) {
         smt::RealBoundQuery q;
         q.n = n;
         for (int i = 0; i < n - 1; ++i) q.pattern += ((pat >> i) & 1) ? '1' : '0';
+        q.storage_exp_eps = q.state_exp_eps = exp_error(Prec::F32, 0.52);
         q.rel = normalizer_bound(Prec::F32, Prec::F32, n, 0.52).rel;
         smt::SmtLimits lim;
         lim.timeout_s = 5;
@@ -179,6 +183,28 @@ void BM_ExpUlpF32(benchmark::State& state) {
   state.counters["stride"] = static_cast<double>(stride);
 }
 BENCHMARK(BM_ExpUlpF32)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_Exp32Ulp(benchmark::State& state) {
+  double worst = 0, worst_x = 0;
+  std::uint64_t checked = 0;
+  for (auto _ : state) {
+    for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += 4099) {
+      const float xf = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+      if (!std::isfinite(xf)) continue;
+      const double err = exp_narrow_ulp_error(Prec::F32, xf, fp_exp32(xf));
+      ++checked;
+      if (err > worst) {
+        worst = err;
+        worst_x = xf;
+      }
+    }
+  }
+  state.counters["max_ulp_f32"] = worst;
+  state.counters["worst_x"] = worst_x;
+  state.counters["checked"] = static_cast<double>(checked);
+  state.counters["figure"] = kExp32MaxUlp;
+}
+BENCHMARK(BM_Exp32Ulp)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
 }  // namespace fp::verify

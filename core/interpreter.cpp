@@ -180,17 +180,17 @@ void execute(const Program& p, double* r, std::int64_t* iv, double* const* mem, 
         FP_ROUNDED_CASES(Mul, A * B)
         FP_ROUNDED_CASES(Div, A / B)
         FP_ROUNDED_CASES(Sqrt, std::sqrt(A))
-        case Code::ExpF64:  // narrow results use fp_exp_narrow: the same value once rounded
+        case Code::ExpF64:
           r[in.d] = fp_exp64(A);
           break;
-        case Code::ExpF32:
-          r[in.d] = round_f32(fp_exp_narrow(A));
+        case Code::ExpF32:  // A is an f32 value: exact as a float
+          r[in.d] = static_cast<double>(fpc_exp32(static_cast<float>(A)));
           break;
         case Code::ExpF16:
-          r[in.d] = round_f16(fp_exp_narrow(A));
+          r[in.d] = fpc_exp_f16(A);
           break;
         case Code::ExpBF16:
-          r[in.d] = round_bf16(fp_exp_narrow(A));
+          r[in.d] = fpc_exp_bf16(A);
           break;
       case Code::FmaF64:
         r[in.d] = std::fma(A, B, C);

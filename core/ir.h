@@ -44,7 +44,10 @@
 //   exp.f64(x) = fp_exp64(x), flashproof's own binary64 exponential (core/numerics.h: Cody–Waite
 //   reduction by ln2/2^k with k = 6 and a table of 2^(j/64), degree-6 polynomial, exact scaling,
 //   no FMA); its maximum error is stated in docs/semantics.md (measured, < 1 ulp).
-//   exp.f32/f16/bf16(x) = round_to_prec(fp_exp64(x)).
+//   exp.f32(x) = fp_exp32(x), flashproof's own binary32 exponential (a fixed branch-free sequence
+//   of binary32 + - *: Cody–Waite reduction by ln2, degree-7 polynomial, scaling in two steps; not
+//   correctly rounded: its measured maximum error over all 2^32 inputs is in docs/semantics.md).
+//   exp.f16/bf16(x) = round_to_prec(fp_exp32(x)) (x is exact in binary32).
 //   exp(-inf) = +0, exp(+inf) = +inf, exp(NaN) = NaN, exp(±0) = 1 exactly.
 // pow(a, b): the C library's pow on binary64 of the converted operands, rounded to the precision
 //   (at i32: converted by the float → i32 rule) (implementation-defined: the only operation whose

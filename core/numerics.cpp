@@ -1,6 +1,6 @@
 // Exact scalar numerics: see core/numerics.h. The operation table here is the reference every
-// executor is tested against; fp_exp64 is spelled out step by step in docs/semantics.md and the
-// code generators emit the same sequence of operations.
+// executor is tested against; fp_exp64 and fp_exp32 are spelled out step by step in
+// docs/semantics.md and the code generators embed the same C (core/numerics_c.h).
 
 #include "core/numerics.h"
 
@@ -135,8 +135,23 @@ double fp_exp64(double x) {
   return fpc_exp64(x);
 }
 
-double fp_exp_narrow(double x) {
-  return fpc_exp_narrow(x);
+float fp_exp32(float x) {
+  return fpc_exp32(x);
+}
+
+double exp_narrow(Prec p, double x) {
+  switch (p) {
+    case Prec::F32:
+      return static_cast<double>(fpc_exp32(static_cast<float>(x)));
+    case Prec::F16:
+      return fpc_exp_f16(x);
+    case Prec::BF16:
+      return fpc_exp_bf16(x);
+    case Prec::F64:
+    case Prec::I32:
+      break;
+  }
+  FP_INTERNAL_CHECK(false, "exp_narrow at {}", prec_name(p));
 }
 
 // ---- operations ------------------------------------------------------------------------------------
@@ -169,7 +184,7 @@ double apply_unop(UnOp op, Prec p, double a) {
     case UnOp::Cast:
       return round_to(p, a);
     case UnOp::Exp:
-      return round_to(p, fp_exp64(a));
+      return p == Prec::F64 ? fp_exp64(a) : exp_narrow(p, a);
     case UnOp::Sqrt:
       return round_to(p, std::sqrt(a));
   }

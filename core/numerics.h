@@ -1,6 +1,6 @@
 #pragma once
 // Exact scalar numerics of the IR (core/ir.h SEMANTICS, docs/semantics.md): rounding to each
-// precision, f16/bf16 bit conversions, flashproof's deterministic binary64 exp (fp_exp64) and the
+// precision, f16/bf16 bit conversions, flashproof's deterministic exps (fp_exp64, fp_exp32) and the
 // value of every operation at every precision. Every executor's arithmetic is defined by these
 // functions; the interpreter, the SMT encoding's tests and the code generators' tests compare
 // against them.
@@ -103,14 +103,20 @@ double bf16_value(std::uint16_t bits);
 
 // ---- exp --------------------------------------------------------------------------------------
 
-// flashproof's deterministic binary64 exponential: only + - * / on doubles, exact power-of-two
-// scaling and an integer conversion of an exactly integral double, in a fixed order, so the C and
-// CUDA code generators (which must not contract into FMA) reproduce it bit for bit. The algorithm
-// and its constants are spelled out in docs/semantics.md; its measured maximum error is < 0.52 ulp.
+// flashproof's deterministic binary64 exponential (exp.f64): only + - * / on doubles, exact
+// power-of-two scaling and an integer conversion of an exactly integral double, in a fixed order,
+// so the C and CUDA code generators (which must not contract into FMA) reproduce it bit for bit.
+// The algorithm and its constants are spelled out in docs/semantics.md; its measured maximum
+// error is < 0.52 ulp.
 double fp_exp64(double x);
-// exp for results rounded to f32, f16 or bf16: round_p(fp_exp_narrow(x)) == round_p(fp_exp64(x))
-// for every x (core/numerics_c.h says why), computed without fp_exp64's subnormal path.
-double fp_exp_narrow(double x);
+// flashproof's binary32 exponential (exp.f32): a fixed branch-free sequence of binary32 + - *
+// (Cody–Waite reduction, a degree-7 polynomial, scaling by 2^k in two steps), docs/semantics.md
+// section 5. exp.f16/exp.bf16 round it once more (exp_narrow). Within kExp32MaxUlp ulps on every
+// f32 input (measured exhaustively).
+float fp_exp32(float x);
+inline constexpr double kExp32MaxUlp = FPC_EXP32_MAX_ULP;
+// exp.p for p = f32, f16, bf16 of a value of p (held exactly as a double): fp_exp32, rounded to p.
+double exp_narrow(Prec p, double x);
 
 namespace exp64 {
 // The constants of fp_exp64, exposed so code generators print exactly these (as %a literals).

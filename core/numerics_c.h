@@ -1,6 +1,6 @@
 /* The exact scalar numerics of the IR (core/ir.h SEMANTICS, docs/semantics.md) in plain C99 that
  * also compiles as CUDA C++ device code. This is the ONE implementation of the rounding helpers,
- * the f16/bf16 encodings, the narrow fma, the i32 rules and fp_exp64: core/numerics.{h,cpp}
+ * the f16/bf16 encodings, the narrow fma, the i32 rules, fp_exp64 and fp_exp32: core/numerics.{h,cpp}
  * (the interpreter's arithmetic) call these functions, and the compiled C and CUDA executors
  * (exec/) paste this file's text verbatim into every program they generate, so every executor
  * computes the same bits by construction.
@@ -12,7 +12,7 @@
  * hexadecimal literals. exec_executor_test compiles it as strict C99 at -O3 -march=native and
  * checks it against the library bitwise; exec_cuda_test compiles it with nvcc and NVRTC.
  *
- * fp_exp64, max and min are written without data-dependent branches (every path is computed and
+ * fp_exp64, fp_exp32, max and min are written without data-dependent branches (every path is computed and
  * the result is selected at the end) so that loops calling them vectorize; the operations on the
  * selected path are exactly the sequence docs/semantics.md spells out, so the value is the same. */
 #ifndef FLASHPROOF_CORE_NUMERICS_C_H
@@ -440,24 +440,79 @@ FPC_FN double fpc_exp64(double x) {
   return fpc_from_bits((fpc_bits_of(edge) & pick_edge) | (fpc_bits_of(res) & ~pick_edge));
 }
 
-/* exp for a result rounded to f32, f16 or bf16: the same double as fpc_exp64(x) for x in
- * [FPC_EXP_NARROW_BELOW, FPC_EXP_NARROW_ABOVE] (there m is in [-151, 129], so fpc_exp64 takes its
- * normal path with m2 = 0: the same operations), and +0 below, +inf above, where fpc_exp64's
- * value rounds to +0 (exp(-104) < 2^-150, half the smallest f32 subnormal) or to +inf (exp(89) is
- * above every narrow precision's overflow threshold) at each of those precisions. So
- * round_p(fpc_exp_narrow(x)) == round_p(fpc_exp64(x)) for every double x and narrow p (tested at
- * the thresholds and on all f16/bf16 values; every f32 input in bench/exp_ulp_bench). It skips
- * the subnormal path and the two-step scaling: the hot exponential of narrow attention. */
-#define FPC_EXP_NARROW_ABOVE 89.0
-#define FPC_EXP_NARROW_BELOW -104.0
-FPC_FN double fpc_exp_narrow(double x) {
-  const int special = !(x >= FPC_EXP_NARROW_BELOW && x <= FPC_EXP_NARROW_ABOVE); /* or NaN */
-  const double xs = special ? 0.0 : x;
-  const fpc_exp64_main_t e64 = fpc_exp64_main(xs);
-  const double res = e64.y * fpc_pow2(e64.m);
-  const double edge = x != x ? x + x : (x > 0 ? fpc_from_bits(FPC_EXP_MASK) : 0.0);
-  const fpc_u64 pick_edge = (fpc_u64)0 - (fpc_u64)special;
-  return fpc_from_bits((fpc_bits_of(edge) & pick_edge) | (fpc_bits_of(res) & ~pick_edge));
+/* ---- exp32: the exponential of exp.f32, exp.f16 and exp.bf16 -------------------------------- */
+
+/* The constants of fpc_exp32 (docs/semantics.md section 5), exact hexadecimal binary32 literals. */
+#define FPC_EXP32_INV_LN2 0x1.715476p+0f /* RN(1/ln2) */
+#define FPC_EXP32_SHIFTER 0x1.8p23f      /* v + shifter - shifter rounds v to an integer, |v| < 2^22 */
+#define FPC_EXP32_LN2_HI 0x1.62e4p-1f    /* ln2 to 15 bits: k * hi is exact for |k| < 2^9 */
+#define FPC_EXP32_LN2_LO 0x1.7f7d1cp-20f /* RN(ln2 - hi) */
+#define FPC_EXP32_C2 0x1p-1f             /* exp(r) ~ 1 + r + r^2 (C2 + r C3 + ... + r^5 C7) */
+#define FPC_EXP32_C3 0x1.555556p-3f
+#define FPC_EXP32_C4 0x1.5554e8p-5f
+#define FPC_EXP32_C5 0x1.1110ep-7f
+#define FPC_EXP32_C6 0x1.6d44d2p-10f
+#define FPC_EXP32_C7 0x1.a1267p-13f
+#define FPC_EXP32_LOWEST -104.0f /* arguments are clamped to [LOWEST, HIGHEST]: exp(-104) rounds */
+#define FPC_EXP32_HIGHEST 89.0f  /* to +0 and exp(89) overflows, so the clamp changes no result */
+
+#if defined(__CUDACC__)
+FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
+  return __uint_as_float(u);
+}
+#else
+FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+#endif
+
+/* flashproof's binary32 exponential (exp.f32): a fixed sequence of binary32 + - * (no FMA, no
+ * contraction), exactly docs/semantics.md section 5. Branch-free (the clamps and the NaN case are
+ * selections), so that GCC vectorizes loops of it; a vector lane computes the same operations, so
+ * the same bits. Within FPC_EXP32_MAX_ULP ulps of exp(x) (of the exact value's binade; the
+ * subnormal range: ulps of 2^-149) on every f32 input (measured over all 2^32: bench/exp_ulp_bench). */
+#define FPC_EXP32_MAX_ULP 0.87 /* measured maximum 0.868039638 ulp (x = -0x1.4caf52p+2), rounded up */
+FPC_FN float fpc_exp32(float x) {
+  /* NaN fails both comparisons and goes to LOWEST; the last line returns it (quieted). Written as
+   * `a > b ? a : b` and `a < b ? a : b`, the forms of x86's maxps/minps (which return the second
+   * operand on NaN). */
+  const float lo_clamped = x > FPC_EXP32_LOWEST ? x : FPC_EXP32_LOWEST;
+  const float xs = lo_clamped < FPC_EXP32_HIGHEST ? lo_clamped : FPC_EXP32_HIGHEST;
+  /* xs = k ln2 + r, k = RN(xs/ln2) in [-150, 128], |r| <= ~ln2/2. rh is exact (k * hi is exact
+   * and Sterbenz applies); r = rh - rl is used only inside the polynomial: the sum keeps rh and
+   * rl apart, so r's own rounding reaches the result only through q. */
+  const float kf = (xs * FPC_EXP32_INV_LN2 + FPC_EXP32_SHIFTER) - FPC_EXP32_SHIFTER;
+  const fpc_i32 k = (fpc_i32)kf;
+  const float rh = xs - kf * FPC_EXP32_LN2_HI;
+  const float rl = kf * FPC_EXP32_LN2_LO;
+  const float r = rh - rl;
+  const float q =
+      (r * r) *
+      (FPC_EXP32_C2 +
+       r * (FPC_EXP32_C3 + r * (FPC_EXP32_C4 + r * (FPC_EXP32_C5 + r * (FPC_EXP32_C6 + r * FPC_EXP32_C7)))));
+  const float y = 1.0f + (rh + (q - rl)); /* exp(r), in [0.70, 1.42] */
+  /* y * 2^k in two steps: k1 = floor(k/2) and k2 = k - k1 are in [-75, 64], so 2^k1 and 2^k2 are
+   * normal binary32 values built from their biased exponents e1 = k1 + 127 = (k + 254) >> 1 and
+   * e2 = k2 + 127 = (k + 254) - e1 (k + 254 > 0: a logical shift), y * 2^k1 is exact and the second
+   * product is the only rounding (gradual underflow, or overflow to +inf). */
+  const fpc_u32 kb = (fpc_u32)(k + 254);
+  const fpc_u32 e1 = kb >> 1;
+  const fpc_u32 e2 = kb - e1;
+  const float s1 = fpc_f32_from_bits(e1 << 23);
+  const float s2 = fpc_f32_from_bits(e2 << 23);
+  const float res = (y * s1) * s2;
+  return x != x ? x + x : res;
+}
+
+/* exp.f16 and exp.bf16 of an f16/bf16 value x (held exactly as a double): fpc_exp32 of the same
+ * value (exact in binary32), rounded once more to the narrow format. */
+FPC_FN double fpc_exp_f16(double x) {
+  return fpc_round_f16((double)fpc_exp32((float)x));
+}
+FPC_FN double fpc_exp_bf16(double x) {
+  return fpc_round_bf16((double)fpc_exp32((float)x));
 }
 
 /* ---- fma ---------------------------------------------------------------------------------- */

@@ -815,11 +815,7 @@ class CGenerator {
     if (!reads_carried) return {};
     const Prec p = exps[0]->prec;
     const char* ct = codegen::ctype(p, Dialect::C);
-    auto exp_of = [&](const std::string& a) -> std::string {
-      if (p == Prec::F64) return "fpc_exp64(" + a + ")";
-      if (p == Prec::F32) return "(float)fpc_exp_narrow(" + a + ")";
-      return fmt::format("{}(fpc_exp_narrow({}))", p == Prec::F16 ? "fpc_round_f16" : "fpc_round_bf16", a);
-    };
+    auto exp_of = [&](const std::string& a) { return codegen::exp_call(p, a); };
     const int w = lane_->width;
     std::string arg[2], val[2];
     for (int i = 0; i < 2; ++i) {

@@ -49,6 +49,22 @@ std::string round_narrow(Prec p, const std::string& double_code) {
 
 }  // namespace
 
+std::string exp_call(Prec p, const std::string& arg) {
+  switch (p) {
+    case Prec::F64:
+      return "fpc_exp64(" + arg + ")";
+    case Prec::F32:
+      return "fpc_exp32((float)(" + arg + "))";
+    case Prec::F16:
+      return "fpc_exp_f16(" + arg + ")";
+    case Prec::BF16:
+      return "fpc_exp_bf16(" + arg + ")";
+    case Prec::I32:
+      break;
+  }
+  FP_INTERNAL_CHECK(false, "exp.i32 (the checker rejects it)");
+}
+
 std::string Aff::str() const {
   std::string s;
   for (const auto& [var, coef] : terms) {
@@ -455,9 +471,7 @@ std::string Emitter::unary(const Expr& e) {
       return (p == Prec::F32 ? "fabsf(" : "fabs(") + a + ")";
     case UnOp::Exp:
       FP_INTERNAL_CHECK(p != Prec::I32, "exp.i32 (the checker rejects it)");
-      if (p == Prec::F64) return "fpc_exp64(" + a + ")";
-      if (p == Prec::F32) return "(float)fpc_exp_narrow((double)" + a + ")";
-      return round_narrow(p, "fpc_exp_narrow(" + a + ")");
+      return exp_call(p, a);
     case UnOp::Sqrt:
       FP_INTERNAL_CHECK(p != Prec::I32, "sqrt.i32 (the checker rejects it)");
       if (p == Prec::F64) return "sqrt(" + a + ")";

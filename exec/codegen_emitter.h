@@ -6,7 +6,8 @@
 //    which equals the interpreter's binary64-then-round by the double-rounding theorem, 53 >= 2*24+2),
 //    f16 and bf16 as double holding the exact value, rounded after every operation with
 //    core/numerics_c.h (the interpreter's own functions), i32 as int32 with numerics_c.h's wrapping
-//    rules; conversions are numerics_c.h's; exp is fpc_exp64; fma is C's fma at f64 and
+//    rules; conversions are numerics_c.h's; exp is fpc_exp64 at f64, fpc_exp32 at f32 and it
+//    rounded at f16/bf16 (exp_call); fma is C's fma at f64 and
 //    fpc_fma_narrow below;
 //  - storage: every buffer holds cells at the node's width (f16/bf16 as their 16-bit patterns),
 //    so the bytes allocated are the memory report's;
@@ -40,6 +41,9 @@ struct Aff {
 
 const char* ctype(Prec p, Dialect d);  // the type a value of precision p is carried in
 const char* stype(Prec p);             // the type of one stored cell
+// exp.p of `arg`, the C of a value of precision p (f32: a float, or a double holding an f32
+// value; f16/bf16: a double): numerics_c.h's fpc_exp64, fpc_exp32, fpc_exp_f16, fpc_exp_bf16.
+std::string exp_call(Prec p, const std::string& arg);
 
 class Emitter {
  public:

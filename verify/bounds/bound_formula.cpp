@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/numerics.h"
 #include "verify/error_bound.h"
 
 namespace fp::verify {
@@ -28,10 +29,30 @@ LD gamma(std::int64_t k, LD u) {
 LD alpha(LD u) {
   return u / (e_lower() * (1 - u));
 }
+// exp_error before the final rounding up (docs/bounds.md §6). A result within U ulps of the exact
+// value e, ulps of e's binade [2^k, 2^(k+1)) (2^(k-23) at f32), is within U·2^(k-23) <= U·2^-23·e.
 LD eps(Prec p, double exp_ulp) {
-  LD eta = static_cast<LD>(exp_ulp) * std::ldexp(1.0L, -52);
-  if (p == Prec::F64) return eta;
-  return (1 + eta) * (1 + static_cast<LD>(unit_roundoff(p))) - 1;
+  if (p == Prec::F64) return static_cast<LD>(exp_ulp) * std::ldexp(1.0L, -52);
+  const LD eta32 = static_cast<LD>(kExp32MaxUlp) * std::ldexp(1.0L, -23);
+  if (p == Prec::F32) return eta32;
+  return (1 + eta32) * (1 + static_cast<LD>(unit_roundoff(p))) - 1;
+}
+
+// exp_underflow_error before the final rounding up.
+LD omega_exp(Prec p) {
+  const LD w32 = static_cast<LD>(kExp32MaxUlp) * std::ldexp(1.0L, -149);
+  switch (p) {
+    case Prec::F64:
+      return 2 * static_cast<LD>(underflow_error(Prec::F64));
+    case Prec::F32:
+      return w32;
+    case Prec::F16:
+    case Prec::BF16:
+      return static_cast<LD>(underflow_error(p)) + w32 * (1 + static_cast<LD>(unit_roundoff(p)));
+    case Prec::I32:
+      break;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -76,6 +97,10 @@ double exp_error(Prec p, double exp_ulp) {
   return up(eps(p, exp_ulp));
 }
 
+double exp_underflow_error(Prec p) {
+  return up(omega_exp(p));
+}
+
 NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, double exp_ulp) {
   NormalizerBound b;
   b.storage = storage;
@@ -95,12 +120,12 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
         static_cast<double>((nn - 1) * us), n, prec_name(storage));
     return b;
   }
-  const LD w64 = underflow_error(Prec::F64);
-  const LD ws = underflow_error(storage), wt = underflow_error(state);
+  // ω_E: exp's absolute error in underflow, which also covers a subnormal add or multiply.
+  const LD ws = omega_exp(storage), wt = omega_exp(state);
   const LD es = eps(storage, exp_ulp), et = eps(state, exp_ulp);
-  const LD bsrc = (1 + gamma(n - 1, us)) * ((1 + es) * (1 + (nn - 1) * alpha(us)) + nn * (ws + w64)) - 1;
+  const LD bsrc = (1 + gamma(n - 1, us)) * ((1 + es) * (1 + (nn - 1) * alpha(us)) + nn * ws) - 1;
   const LD phi = std::pow(1 + et, nn) * std::pow(1 + ut, 2 * (nn - 1)) - 1;
-  const LD under = nn * (nn + 2) * (1 + phi) * (1 + phi) * (wt + w64);
+  const LD under = nn * (nn + 2) * (1 + phi) * (1 + phi) * wt;
   const LD rho = storage == state ? 0 : us;
   const LD btgt = (1 + rho) * ((1 + phi) * (1 + (nn - 1) * alpha(ut)) + under) - 1;
   if (bsrc >= 1) {
@@ -117,29 +142,31 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
 
 std::string normalizer_formula_text() {
   return "|l_tgt - l_src| <= REL·|l_src|, REL = (B_src + B_tgt)/(1 - B_src); "
-         "B_src = (1 + γ_{n-1}(u_s))·[(1 + ε_s)(1 + (n-1)·α(u_s)) + n(ω_s + ω_64)] - 1; "
-         "B_tgt = (1 + ρ)·[(1 + φ)(1 + (n-1)·α(u_t)) + n(n+2)(1 + φ)^2(ω_t + ω_64)] - 1; "
+         "B_src = (1 + γ_{n-1}(u_s))·[(1 + ε_s)(1 + (n-1)·α(u_s)) + n·Ω_s] - 1; "
+         "B_tgt = (1 + ρ)·[(1 + φ)(1 + (n-1)·α(u_t)) + n(n+2)(1 + φ)^2·Ω_t] - 1; "
          "φ = (1 + ε_t)^n (1 + u_t)^(2(n-1)) - 1; γ_k(u) = k·u/(1 - k·u); α(u) = u/(e(1 - u)); "
-         "ε_p = (1 + η)(1 + u_p) - 1 (f64: η), η = exp_ulp·2^-52; ρ = u_s if storage != state else 0; "
-         "ω_p = half the smallest subnormal of p; u_s, u_t the unit roundoffs of storage and state";
+         "ε_p = relative error of exp.p: f64 η64 = exp_ulp·2^-52, f32 η32 = U32·2^-23, f16/bf16 "
+         "(1 + η32)(1 + u_p) - 1, U32 = the measured fp_exp32 ulp figure; Ω_p = absolute error of exp.p "
+         "below p's normal range: f64 2ω_64, f32 U32·2^-149, f16/bf16 ω_p + U32·2^-149·(1 + u_p); "
+         "ρ = u_s if storage != state else 0; ω_p = half the smallest subnormal of p; u_s, u_t the unit "
+         "roundoffs of storage and state";
 }
 
 std::string normalizer_instantiated_text(const NormalizerBound& b) {
   if (!b.defined) return "undefined: " + b.undefined_reason;
   return fmt::format(
-      "n = {}, storage {} (u_s = 2^-{}), state {} (u_t = 2^-{}), exp error {} ulp: B_src = {:.6g}, "
+      "n = {}, storage {} (u_s = 2^-{}, ε_s = {:.6g}), state {} (u_t = 2^-{}, ε_t = {:.6g}): B_src = {:.6g}, "
       "B_tgt = {:.6g}, REL = {:.6g}",
-      b.n, prec_name(b.storage), significand_bits(b.storage), prec_name(b.state), significand_bits(b.state),
-      b.exp_ulp, b.b_src, b.b_tgt, b.rel);
+      b.n, prec_name(b.storage), significand_bits(b.storage), exp_error(b.storage, b.exp_ulp),
+      prec_name(b.state), significand_bits(b.state), exp_error(b.state, b.exp_ulp), b.b_src, b.b_tgt, b.rel);
 }
 
 std::string exp_assumption_text(double exp_ulp) {
   return fmt::format(
-      "exp.f64 = fp_exp64 within {} binary64 ulp (relative error <= {}·2^-52); exp.f32/f16/bf16 round it "
-      "once "
-      "more (docs/semantics.md measures 0.5113 ulp for fp_exp64 and correct rounding of exp.f32 on all 2^32 "
-      "inputs; bench/verify_bench re-measures)",
-      exp_ulp, exp_ulp);
+      "exp.f64 = fp_exp64 within {} binary64 ulp (relative error <= {}·2^-52; docs/semantics.md measures "
+      "0.5113 ulp); exp.f32 = fp_exp32 within {} ulp (relative error <= {}·2^-23, measured on all 2^32 f32 "
+      "inputs); exp.f16/bf16 round fp_exp32 once more",
+      exp_ulp, exp_ulp, kExp32MaxUlp, kExp32MaxUlp);
 }
 
 double quotient_perturbation(double ra, double rb, Prec p) {

@@ -1,8 +1,9 @@
 #pragma once
 // The rounding-bound formulas of docs/bounds.md, evaluated. Every quantity is a relative bound on
 // the difference between the rewritten routine's value and the original's, as a function of the
-// key count n, the unit roundoffs of the storage and state precisions and the assumed ulp error
-// of exp. Values are computed in long double and rounded up, so an evaluated bound is never
+// key count n, the unit roundoffs of the storage and state precisions and the error of exp at
+// each precision (exp_error: the measured fp_exp32 figure at f32/f16/bf16, the assumed fp_exp64
+// figure at f64). Values are computed in long double and rounded up, so an evaluated bound is never
 // below the formula's exact value.
 
 #include <cstdint>
@@ -17,8 +18,17 @@ double unit_roundoff(Prec p);
 int significand_bits(Prec p);
 // Half the smallest subnormal: the absolute error of a rounding in the subnormal range.
 double underflow_error(Prec p);
-// The relative error of exp.p: (1 + η)(1 + u_p) - 1 with η = exp_ulp·2^-52 (f64: η alone).
+// The relative error of exp.p for a normal result (docs/bounds.md §6), rounded up:
+//   f64: η64 = exp_ulp·2^-52 (fp_exp64 within exp_ulp binary64 ulps, the --exp-ulp assumption);
+//   f32: η32 = kExp32MaxUlp·2^-23 (fp_exp32 within kExp32MaxUlp ulps of the exact value's
+//        binade, measured on every f32 input);
+//   f16, bf16: (1 + η32)(1 + u_p) - 1 (fp_exp32, rounded once more to p).
 double exp_error(Prec p, double exp_ulp);
+// The absolute error of exp.p where its exact value is below p's smallest normal (the ulp is then
+// the subnormal quantum): f64: 2ω_64 (fp_exp64 within 0.52 ulps of 2^-1074); f32:
+// kExp32MaxUlp·2^-149; f16, bf16: ω_p + kExp32MaxUlp·2^-149·(1 + u_p). Always >= underflow_error(p),
+// so it also bounds a subnormal rounding of an add or a multiply at p.
+double exp_underflow_error(Prec p);
 
 // The normalizer l = Σ exp(x_t - m) over n keys: composed at the storage precision against the
 // online scan carried at the state precision (rewrites/online_softmax/normalizer_scan.h).
@@ -26,7 +36,7 @@ struct NormalizerBound {
   Prec storage = Prec::F32;
   Prec state = Prec::F32;
   std::int64_t n = 0;
-  double exp_ulp = 0.52;
+  double exp_ulp = 0.52;  // fp_exp64's assumed error (binary64 ulps): used where a precision is f64
   bool defined = false;
   std::string undefined_reason;
   double b_src = 0;  // |l_src - S| <= b_src·S, S the exact sum

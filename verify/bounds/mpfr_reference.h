@@ -62,4 +62,17 @@ struct ExpUlpMeasure {
 };
 ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed);
 
+// The error of `got` as exp.p(x) (p = f32, f16 or bf16; x a finite value of p) against MPFR, in
+// ulps of p at the exact value's binade (below p's normal range: ulps of p's smallest subnormal),
+// never below the truth (the reference's own rounding is added). A result of +inf counts as
+// 2^(emax + 1) when the exact value rounds to a finite number, and has error 0 when it does not.
+double exp_narrow_ulp_error(Prec p, double x, double got);
+// Whether `got` as exp.p(x) is inside the error model the bounds use (docs/bounds.md §6):
+// |got - e| <= exp_error(p)·e + exp_underflow_error(p) for the exact e, or got = +inf where e
+// rounds to +inf at p (overflow, outside every bound). Checked with MPFR, rounding against us.
+bool exp_narrow_within_bound(Prec p, double x, double got);
+// The maximum error of fp_exp32 in f32 ulps (exp_narrow_ulp_error) on `samples` random f32
+// inputs (the whole domain, |x| < 1, subnormal results, near overflow), for the report.
+ExpUlpMeasure measure_exp32_ulp(std::int64_t samples, std::uint64_t seed);
+
 }  // namespace fp::verify

@@ -11,8 +11,9 @@
 //   exponentials of differences of running maxima are quotients of the W's),
 // and, for every term the scan rescales more than once, the same facts at the sum of its
 // exponent perturbations (exp(a)·exp(b) = exp(a + b)). Then the computed exponential is that
-// value times (1 + h), |h| <= (1 + exp_ulp·2^-52)(1 + u) - 1 (exp's own error, then the rounding
-// to the format; binary64 has no second rounding), every add and multiply rounds by (1 + δ),
+// value times (1 + h), |h| <= ε_p, exp.p's relative error (docs/bounds.md §6: fp_exp64's at f64,
+// fp_exp32's at f32, fp_exp32's then the rounding to the format at f16/bf16), every add and
+// multiply rounds by (1 + δ),
 // |δ| <= u, and an operation whose result is exact in floating point (exp(0) = 1, a product by
 // 1) is exact here too. Underflow is not modelled (there is none in the reals); the bound's
 // underflow terms are checked against MPFR instead.
@@ -107,9 +108,7 @@ SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits) {
   RealModel m(c, s);
   auto pow2 = [&](int k) { return detail::real_of(c, std::ldexp(1.0, -k)); };
   const z3::expr up = pow2(q.storage_bits), uq = pow2(q.state_bits);
-  const z3::expr uexp = detail::real_of(c, q.exp_ulp) * pow2(52);
-  auto eps_of = [&](int bits, const z3::expr& u) { return bits >= 53 ? uexp : (1 + uexp) * (1 + u) - 1; };
-  const z3::expr ep = eps_of(q.storage_bits, up), eq = eps_of(q.state_bits, uq);
+  const z3::expr ep = detail::real_of(c, q.storage_exp_eps), eq = detail::real_of(c, q.state_exp_eps);
 
   const int n = q.n;
   std::vector<int> rec{0};
@@ -193,8 +192,8 @@ SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits) {
   lim.comment = fmt::format(
       "flashproof verify: rounding bound over the reals, n = {}, maxima pattern '{}', u_storage = 2^-{}, "
       "u_state = "
-      "2^-{}, exp error {} ulp, rel = {:.17g} (unsat = no assignment exceeds the bound)",
-      q.n, q.pattern, q.storage_bits, q.state_bits, q.exp_ulp, q.rel);
+      "2^-{}, exp error {:.17g} / {:.17g}, rel = {:.17g} (unsat = no assignment exceeds the bound)",
+      q.n, q.pattern, q.storage_bits, q.state_bits, q.storage_exp_eps, q.state_exp_eps, q.rel);
   return detail::run_check(s, lim);
 }
 

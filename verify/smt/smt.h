@@ -115,7 +115,10 @@ struct RealBoundQuery {
   std::string pattern;    // n - 1 characters of '0'/'1'
   int storage_bits = 24;  // significand bits (u = 2^-bits)
   int state_bits = 24;
-  double exp_ulp = 0.52;  // fp_exp64 error in binary64 ulps (relative error exp_ulp·2^-52)
+  // The relative error of exp at the storage and the state precision, its own rounding included
+  // (verify/bounds/bound_formula's exp_error, already rounded up).
+  double storage_exp_eps = 0;
+  double state_exp_eps = 0;
   double rel = 0;
 };
 SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits);
