@@ -53,6 +53,21 @@ const char* induction_mutant_name(InductionMutant m) {
 
 namespace {
 
+// 2^-k exactly (k up to a few thousand: 2^-1075 is below every double).
+z3::expr pow2_exact(z3::context& c, int k) {
+  std::string digits = "1";
+  for (int i = 0; i < k; ++i) {
+    int carry = 0;
+    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+      const int d = (*it - '0') * 2 + carry;
+      *it = static_cast<char>('0' + d % 10);
+      carry = d / 10;
+    }
+    if (carry) digits.insert(digits.begin(), static_cast<char>('0' + carry));
+  }
+  return c.real_val(("1/" + digits).c_str());
+}
+
 // One query: the hypotheses and the negated goal in a fresh context.
 class Query {
  public:
@@ -60,7 +75,7 @@ class Query {
   z3::context& c() { return c_; }
   z3::expr var(const char* name) { return c_.real_const(name); }
   z3::expr num(double v) { return detail::real_of(c_, v); }
-  z3::expr pow2(int k) { return num(std::ldexp(1.0, -k)); }
+  z3::expr pow2(int k) { return pow2_exact(c_, k); }
   void assume(const z3::expr& e) { s_.add(e); }
   SmtOutcome refute(const z3::expr& goal, const SmtLimits& limits) {
     s_.add(!goal);
@@ -100,10 +115,11 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
     out.push_back(InductionStep{name, statement, Q.refute(goal, lim)});
   };
   auto src_consts = [&](Query& Q) {
-    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), Q.num(q.omega_storage), Q.num(0)};
+    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), Q.pow2(-q.omega_storage_log2), Q.c().real_val(0)};
   };
   auto tgt_consts = [&](Query& Q) {
-    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), Q.num(q.omega_state), Q.num(q.omega_state_op)};
+    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), Q.pow2(-q.omega_state_log2),
+                  Q.pow2(-q.omega_state_log2)};
   };
   // γ_j(u) = j·u/(1 - j·u) as a variable, for j·u < 1.
   auto gamma = [](Query& Q, const char* name, const z3::expr& j, const z3::expr& u) {
