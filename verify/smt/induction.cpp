@@ -53,8 +53,8 @@ const char* induction_mutant_name(InductionMutant m) {
 
 namespace {
 
-// 2^-k exactly (k up to a few thousand: 2^-1075 is below every double).
-z3::expr pow2_exact(z3::context& c, int k) {
+// Decimal digits of 2^k.
+std::string pow2_digits(int k) {
   std::string digits = "1";
   for (int i = 0; i < k; ++i) {
     int carry = 0;
@@ -65,7 +65,22 @@ z3::expr pow2_exact(z3::context& c, int k) {
     }
     if (carry) digits.insert(digits.begin(), static_cast<char>('0' + carry));
   }
-  return c.real_val(("1/" + digits).c_str());
+  return digits;
+}
+
+// 2^-k exactly (k up to a few thousand: 2^-1075 is below every double).
+z3::expr pow2_exact(z3::context& c, int k) {
+  return c.real_val(("1/" + pow2_digits(k)).c_str());
+}
+
+// 2^-a + 2^-b (a <= b) as one numeral: (2^(b-a) + 1) / 2^b.
+z3::expr pow2_sum(z3::context& c, int a, int b) {
+  if (a == b) return pow2_exact(c, a - 1);
+  std::string num = pow2_digits(b - a);
+  int i = static_cast<int>(num.size()) - 1;
+  while (num[static_cast<std::size_t>(i)] == '9') num[static_cast<std::size_t>(i--)] = '0';
+  num[static_cast<std::size_t>(i)] = static_cast<char>(num[static_cast<std::size_t>(i)] + 1);  // 2^j never ends in 9s
+  return c.real_val((num + "/" + pow2_digits(b)).c_str());
 }
 
 // One query: the hypotheses and the negated goal in a fresh context.
@@ -115,11 +130,12 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
     out.push_back(InductionStep{name, statement, Q.refute(goal, lim)});
   };
   auto src_consts = [&](Query& Q) {
-    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), Q.pow2(-q.omega_storage_log2), Q.c().real_val(0)};
+    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2),
+                  Q.c().real_val(0)};
   };
   auto tgt_consts = [&](Query& Q) {
-    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), Q.pow2(-q.omega_state_log2),
-                  Q.pow2(-q.omega_state_log2)};
+    z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
+    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), om, om};
   };
   // γ_j(u) = j·u/(1 - j·u) as a variable, for j·u < 1.
   auto gamma = [](Query& Q, const char* name, const z3::expr& j, const z3::expr& u) {
@@ -250,7 +266,11 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
             z3::expr A = under(K, P, c), A1 = under(K + 1, P1, c);
             z3::expr L = Q.var("L"), U = Q.var("U"), Lam = Q.var("Lam");
             Q.assume(0 <= Lam && Lam <= U && U <= K);
-            Q.assume(upper ? tgt_upper(L, P, U, A) : L >= 0 && tgt_lower(L, P, Lam, A));
+            // (On a new maximum the lower side reads L only through the product's bound.)
+            if (upper)
+              Q.assume(tgt_upper(L, P, U, A));
+            else if (!rise || mut == InductionMutant::MissingRescale)
+              Q.assume(L >= 0 && tgt_lower(L, P, Lam, A));
             z3::expr L1 = Q.var("L1"), U1 = Q.var("U1"), Lam1 = Q.var("Lam1");
             if (rise) {
               // Every D grows by Δ > 0: the sums scale by exp(-(1 ∓ u)Δ) in (0, 1]; the new key is

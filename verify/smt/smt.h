@@ -144,13 +144,14 @@ struct InductionQuery {
   int state_bits = 24;    // u_t = 2^-state_bits
   double eps_storage = 0;  // relative error of exp at the storage precision (bound_formula's exp_error)
   double eps_state = 0;    // ... at the state precision
-  // Upper bounds on the underflow terms, as powers of two: ω_storage >= ω_s + ω_64 (a subnormal exp
-  // result at the storage precision), ω_state >= ω_t + ω_64 (at the state precision; also bounds a
-  // subnormal product's ω_t). The queries prove the bound with these values in place of the exact
-  // ones (a larger absolute term: a weaker claim), which keeps the rationals short: 2^-150 + 2^-1075
+  // Upper bounds on the underflow terms as 2^a + 2^tail: ω_storage >= ω_s + ω_64 (a subnormal exp
+  // result at the storage precision), ω_state >= ω_t + ω_64 (at the state precision; it also bounds
+  // a subnormal product's ω_t). The queries prove the bound with these values in place of the exact
+  // ones (a larger absolute term: a weaker claim) to keep the rationals short: 2^-150 + 2^-1075
   // makes nlsat orders of magnitude slower.
-  int omega_storage_log2 = -149;
-  int omega_state_log2 = -149;
+  int omega_storage_log2 = -150;
+  int omega_state_log2 = -150;
+  int omega_tail_log2 = -200;
   double storage_min_normal = 0;  // smallest normal of the storage precision (the final store)
   bool final_store = false;       // storage != state: the scan's result is rounded once more
   InductionMutant mutant = InductionMutant::None;

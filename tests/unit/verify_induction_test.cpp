@@ -1,0 +1,117 @@
+// The normalizer bound for every n by induction (verify/smt/induction.cpp, docs/bounds.md §5
+// "(a) induction"): every query is proved at the product's precisions, the whole certificate
+// takes a few seconds, and it is not proved for a bound one term too small or for a scan
+// without its rescale. The instantiation at n rounds up and stays at or below the stated REL.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "verify/bounds/bound_formula.h"
+#include "verify/bounds/induction_instance.h"
+#include "verify/smt/smt.h"
+
+namespace fp::verify {
+namespace {
+
+smt::SmtLimits limits() {
+  smt::SmtLimits l;
+  l.timeout_s = 30;
+  return l;
+}
+
+// The certificate's queries with their outcomes; prints the times.
+std::vector<smt::InductionStep> run(Prec storage, smt::InductionMutant m) {
+  smt::InductionQuery q = induction_query(storage, state_prec(storage), 0.52);
+  q.mutant = m;
+  std::vector<smt::InductionStep> steps = smt::prove_normalizer_induction(q, limits());
+  double total = 0;
+  for (const auto& s : steps) total += s.outcome.seconds;
+  std::printf("[ induction ] %s/%s mutant %s: %zu queries, %.2f s\n", prec_name(storage),
+              prec_name(state_prec(storage)), smt::induction_mutant_name(m), steps.size(), total);
+  for (const auto& s : steps)
+    std::printf("    %-28s %-7s %.3f s\n", s.name.c_str(), smt::smt_status_name(s.outcome.status), s.outcome.seconds);
+  return steps;
+}
+
+bool all_unsat(const std::vector<smt::InductionStep>& steps) {
+  for (const auto& s : steps)
+    if (s.outcome.status != smt::SmtStatus::Unsat) return false;
+  return !steps.empty();
+}
+
+smt::SmtStatus status_of(const std::vector<smt::InductionStep>& steps, const std::string& name) {
+  for (const auto& s : steps)
+    if (s.name == name) return s.outcome.status;
+  ADD_FAILURE() << "no query " << name;
+  return smt::SmtStatus::Unknown;
+}
+
+TEST(VerifyInduction, ProvedAtEveryPrecision) {
+  for (Prec p : {Prec::F32, Prec::F16, Prec::BF16, Prec::F64}) {
+    SCOPED_TRACE(prec_name(p));
+    const auto steps = run(p, smt::InductionMutant::None);
+    double total = 0;
+    for (const auto& s : steps) {
+      EXPECT_EQ(s.outcome.status, smt::SmtStatus::Unsat) << s.name << ": " << s.outcome.reason;
+      total += s.outcome.seconds;
+    }
+    // Base, 3 + 5 steps (with the rescale's product bound), 2 lemma sums, 3 closings, and the final
+    // store when storage and state differ.
+    EXPECT_EQ(steps.size(), p == state_prec(p) ? 14u : 15u);
+    EXPECT_LT(total, 60.0);
+  }
+}
+
+// A bound one term too small: B_src and B_tgt without (n - 1)·α fail at the closings.
+TEST(VerifyInduction, FailsWithoutAlphaTerm) {
+  const auto steps = run(Prec::F32, smt::InductionMutant::DropAlpha);
+  EXPECT_FALSE(all_unsat(steps));
+  EXPECT_EQ(status_of(steps, "src.closing"), smt::SmtStatus::Sat);
+  EXPECT_EQ(status_of(steps, "tgt.closing"), smt::SmtStatus::Sat);
+}
+
+// One γ factor short (γ_{k-2} for γ_{k-1}): the composed sum's step fails.
+TEST(VerifyInduction, FailsOneGammaShort) {
+  const auto steps = run(Prec::F16, smt::InductionMutant::DropGamma);
+  EXPECT_FALSE(all_unsat(steps));
+  EXPECT_EQ(status_of(steps, "src.step-upper"), smt::SmtStatus::Sat);
+}
+
+// φ with one rounding per step fewer: the scan's rescaling step fails.
+TEST(VerifyInduction, FailsOneRoundingShort) {
+  const auto steps = run(Prec::F32, smt::InductionMutant::DropRounding);
+  EXPECT_FALSE(all_unsat(steps));
+  EXPECT_EQ(status_of(steps, "tgt.step-rise-upper"), smt::SmtStatus::Sat);
+}
+
+// The wrong recurrence: l_k = fl(l_{k-1} + exp(x_k - m_k)) without the rescale on a new maximum.
+TEST(VerifyInduction, FailsWithoutRescale) {
+  for (Prec p : {Prec::F32, Prec::BF16}) {
+    SCOPED_TRACE(prec_name(p));
+    const auto steps = run(p, smt::InductionMutant::MissingRescale);
+    EXPECT_FALSE(all_unsat(steps));
+    EXPECT_EQ(status_of(steps, "tgt.step-rise-upper"), smt::SmtStatus::Sat);
+  }
+}
+
+// The proved formula at n (rounded up) is at or below the REL the report states, and close to it
+// (the same formula; only ε rounded up and the underflow terms bounded by powers of two differ).
+TEST(VerifyInduction, InstanceAtOrBelowStatedRel) {
+  for (Prec p : {Prec::F32, Prec::F16, Prec::BF16, Prec::F64})
+    for (std::int64_t n : {1, 2, 3, 64, 108, 865, 1024, 1 << 20}) {
+      const NormalizerBound b = normalizer_bound(p, state_prec(p), n, 0.52);
+      const InductionInstance i = induction_instance(induction_query(p, state_prec(p), 0.52), n);
+      SCOPED_TRACE(std::string(prec_name(p)) + " n=" + std::to_string(n));
+      EXPECT_EQ(i.defined, b.defined);
+      if (!b.defined) continue;
+      EXPECT_LE(i.rel, b.rel);
+      EXPECT_GT(i.rel, b.rel * (1 - 1e-9));
+      EXPECT_LE(i.b_src, b.b_src * (1 + 1e-12));
+      EXPECT_LE(i.b_tgt, b.b_tgt * (1 + 1e-12));
+    }
+}
+
+}  // namespace
+}  // namespace fp::verify
