@@ -163,9 +163,9 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
       }
     }
     const NormalizerBound nb = normalizer_bound(storage, state, n, limits.exp_ulp);
-    const InductionInstance inst = induction_instance(q, n);
+    const InductionInstance inst = induction_instance(q, n, nb.rel);
     const bool all = proved == static_cast<int>(steps.size());
-    const bool covers = nb.defined && inst.defined && inst.rel <= nb.rel;
+    const bool covers = nb.defined && inst.defined && inst.covered;
     const std::string what = fmt::format(
         "{}/{} queries unsat in {:.2f} s (slowest {} {:.2f} s; backstop {:.0f} s each): base case, inductive "
         "steps (k a real variable) and closings of the composed sum and the scan at storage {} / state {}, "
@@ -176,8 +176,11 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     if (!all)
       detail = "unknown: " + what + ";" + undecided;
     else if (!covers)
-      detail = fmt::format("unknown: {}; but at n = {} the proved REL {} is not below the reported {:.6g}", what, n,
-                           inst.defined ? fmt::format("{:.6g}", inst.rel) : std::string("is undefined"), nb.rel);
+      detail = fmt::format(
+          "unknown: {}; but at n = {} the proved REL {} is above the stated {:.17g} (bound_formula's long double "
+          "evaluation of B - 1 loses digits to cancellation)",
+          what, n, inst.defined ? fmt::format("{:.17g} (MPFR, rounded up)", inst.rel) : std::string("(undefined)"),
+          nb.rel);
     else
       detail = fmt::format("proved for every n: {}; at n = {} the proved REL <= {:.6g} <= the reported {:.6g} "
                            "(MPFR, rounded up)",

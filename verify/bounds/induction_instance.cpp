@@ -50,7 +50,7 @@ smt::InductionQuery induction_query(Prec storage, Prec state, double exp_ulp) {
   return q;
 }
 
-InductionInstance induction_instance(const smt::InductionQuery& q, std::int64_t n) {
+InductionInstance induction_instance(const smt::InductionQuery& q, std::int64_t n, double stated) {
   InductionInstance r;
   const mpfr_rnd_t U = MPFR_RNDU, D = MPFR_RNDD;
   Mp us, ut, es, et, ws, wt, elow, nn, n1, t, t2, g, as, at, bs, p, a, bt, rel, den;
@@ -122,6 +122,7 @@ InductionInstance induction_instance(const smt::InductionQuery& q, std::int64_t 
   r.b_src = mpfr_get_d(bs.v, U);
   r.b_tgt = mpfr_get_d(bt.v, U);
   r.rel = mpfr_get_d(rel.v, U);
+  r.covered = mpfr_cmp_d(rel.v, stated) <= 0;
   return r;
 }
 

@@ -15,12 +15,14 @@ namespace fp::verify {
 // underflow terms 2^max(e_p, -200) + 2^-200 >= ω_p + ω_64 (e_p = log2 ω_p).
 smt::InductionQuery induction_query(Prec storage, Prec state, double exp_ulp);
 
-// The proved B_src, B_tgt, REL at n for the query's constants, rounded up (MPFR, 256 bits);
-// defined when (n - 1)·u_s < 1 and B_src < 1.
+// The proved B_src, B_tgt, REL at n for the query's constants, rounded up (MPFR, 256 bits, then
+// up to double); defined when (n - 1)·u_s < 1 and B_src < 1. `covered`: the 256-bit upper bound
+// of REL is at or below `stated` (the REL a report states), compared exactly.
 struct InductionInstance {
   bool defined = false;
   double b_src = 0, b_tgt = 0, rel = 0;
+  bool covered = false;
 };
-InductionInstance induction_instance(const smt::InductionQuery& q, std::int64_t n);
+InductionInstance induction_instance(const smt::InductionQuery& q, std::int64_t n, double stated);
 
 }  // namespace fp::verify
