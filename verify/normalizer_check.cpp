@@ -169,9 +169,10 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     const std::string what = fmt::format(
         "{}/{} queries unsat in {:.2f} s (slowest {} {:.2f} s; backstop {:.0f} s each): base case, inductive "
         "steps (k a real variable) and closings of the composed sum and the scan at storage {} / state {}, "
-        "rounding |δ| <= u, exp error ε_s = {:.4g}, ε_t = {:.4g}, underflow terms <= 2^{} / 2^{}",
+        "rounding |δ| <= u, exp error ε_s = {:.4g}, ε_t = {:.4g}, underflow terms <= 2^{} + 2^{} / 2^{} + 2^{}",
         proved, steps.size(), total, slowest_name, slowest, kInductionQueryTimeoutS, prec_name(storage),
-        prec_name(state), q.eps_storage, q.eps_state, q.omega_storage_log2, q.omega_state_log2);
+        prec_name(state), q.eps_storage, q.eps_state, q.omega_storage_log2, q.omega_tail_log2, q.omega_state_log2,
+        q.omega_tail_log2);
     std::string detail;
     if (!all)
       detail = "unknown: " + what + ";" + undecided;
