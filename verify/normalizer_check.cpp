@@ -183,9 +183,10 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
           what, n, inst.defined ? fmt::format("{:.17g} (MPFR, rounded up)", inst.rel) : std::string("(undefined)"),
           nb.rel);
     else
-      detail = fmt::format("proved for every n: {}; at n = {} the proved REL <= {:.6g} <= the reported {:.6g} "
-                           "(MPFR, rounded up)",
-                           what, n, inst.rel, nb.rel);
+      detail = fmt::format(
+          "proved for every n: {}; at n = {} the proved REL (MPFR, 256 bits rounded up) is at or below the stated "
+          "{:.17g}",
+          what, n, nb.rel);
     cert.parts.push_back(CertificatePart{"induction", all && covers ? "proved" : "unknown", detail});
   }
   // (a) Z3 over the reals, every pattern of new maxima for n = 1..real_n.
