@@ -153,13 +153,14 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
       if (st.outcome.status == smt::SmtStatus::Unsat) {
         ++proved;
       } else if (st.outcome.status == smt::SmtStatus::Sat) {
-        undecided += fmt::format(" {}: Z3 found a counterexample (the invariant is too weak or the bound wrong);",
-                                 st.name);
+        undecided += fmt::format(
+            " {}: Z3 found a counterexample (the invariant is too weak or the bound wrong);", st.name);
       } else {
-        undecided += fmt::format(" {}: undecided ({});", st.name,
-                                 st.outcome.timed_out      ? fmt::format("timeout after {:.1f} s", st.outcome.seconds)
-                                 : st.outcome.resource_out ? std::string("resource limit")
-                                                           : st.outcome.reason);
+        undecided +=
+            fmt::format(" {}: undecided ({});", st.name,
+                        st.outcome.timed_out      ? fmt::format("timeout after {:.1f} s", st.outcome.seconds)
+                        : st.outcome.resource_out ? std::string("resource limit")
+                                                  : st.outcome.reason);
       }
     }
     const NormalizerBound nb = normalizer_bound(storage, state, n, limits.exp_ulp);
@@ -169,22 +170,26 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     const std::string what = fmt::format(
         "{}/{} queries unsat in {:.2f} s (slowest {} {:.2f} s; backstop {:.0f} s each): base case, inductive "
         "steps (k a real variable) and closings of the composed sum and the scan at storage {} / state {}, "
-        "rounding |δ| <= u, exp error ε_s = {:.4g}, ε_t = {:.4g}, underflow terms <= 2^{} + 2^{} / 2^{} + 2^{}",
+        "rounding |δ| <= u, exp error ε_s = {:.4g}, ε_t = {:.4g}, underflow terms <= 2^{} + 2^{} / 2^{} + "
+        "2^{}",
         proved, steps.size(), total, slowest_name, slowest, kInductionQueryTimeoutS, prec_name(storage),
-        prec_name(state), q.eps_storage, q.eps_state, q.omega_storage_log2, q.omega_tail_log2, q.omega_state_log2,
-        q.omega_tail_log2);
+        prec_name(state), q.eps_storage, q.eps_state, q.omega_storage_log2, q.omega_tail_log2,
+        q.omega_state_log2, q.omega_tail_log2);
     std::string detail;
     if (!all)
       detail = "unknown: " + what + ";" + undecided;
     else if (!covers)
       detail = fmt::format(
-          "unknown: {}; but at n = {} the proved REL {} is above the stated {:.17g} (bound_formula's long double "
+          "unknown: {}; but at n = {} the proved REL {} is above the stated {:.17g} (bound_formula's long "
+          "double "
           "evaluation of B - 1 loses digits to cancellation)",
-          what, n, inst.defined ? fmt::format("{:.17g} (MPFR, rounded up)", inst.rel) : std::string("(undefined)"),
+          what, n,
+          inst.defined ? fmt::format("{:.17g} (MPFR, rounded up)", inst.rel) : std::string("(undefined)"),
           nb.rel);
     else
       detail = fmt::format(
-          "proved for every n: {}; at n = {} the proved REL (MPFR, 256 bits rounded up) is at or below the stated "
+          "proved for every n: {}; at n = {} the proved REL (MPFR, 256 bits rounded up) is at or below the "
+          "stated "
           "{:.17g}",
           what, n, nb.rel);
     cert.parts.push_back(CertificatePart{"induction", all && covers ? "proved" : "unknown", detail});
@@ -269,7 +274,6 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
                   exp_assumption_text(limits.exp_ulp), e.max_ulp, e.samples, e.worst_x)});
   return cert;
 }
-
 
 }  // namespace
 
@@ -494,8 +498,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   }
   res.steps.push_back(bi.parts.back().detail);
   // Adversarial search: the full budget when the recurrence is not established.
-  const int trials = scaled_search_trials(
-      runner, recurrence ? std::max(1, limits.search_trials / 4) : limits.search_trials);
+  const int trials =
+      scaled_search_trials(runner, recurrence ? std::max(1, limits.search_trials / 4) : limits.search_trials);
   if (auto found = search_counterexample(runner, trials, limits.seed)) {
     res.kind = VerdictKind::Refuted;
     res.message = "outside the bound: " + found->mismatch.text();
@@ -531,7 +535,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     if (p.name == "induction") induction_status = p.status;
   }
   res.message = fmt::format(
-      "{} is the online recurrence of the composed sum (i); bound REL = {:.3g}: induction (every n) {}, confirmed "
+      "{} is the online recurrence of the composed sum (i); bound REL = {:.3g}: induction (every n) {}, "
+      "confirmed "
       "by MPFR (tightness {}), reals certificate {}, differential inside the bound",
       l, nb.rel, induction_status, fraction(cert.tightness), reals_status);
   return res;

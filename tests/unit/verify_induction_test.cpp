@@ -31,7 +31,8 @@ std::vector<smt::InductionStep> run(Prec storage, smt::InductionMutant m) {
   std::printf("[ induction ] %s/%s mutant %s: %zu queries, %.2f s\n", prec_name(storage),
               prec_name(state_prec(storage)), smt::induction_mutant_name(m), steps.size(), total);
   for (const auto& s : steps)
-    std::printf("    %-28s %-7s %.3f s\n", s.name.c_str(), smt::smt_status_name(s.outcome.status), s.outcome.seconds);
+    std::printf("    %-28s %-7s %.3f s\n", s.name.c_str(), smt::smt_status_name(s.outcome.status),
+                s.outcome.seconds);
   return steps;
 }
 

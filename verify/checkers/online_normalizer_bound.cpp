@@ -39,15 +39,17 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   for (const auto& p : bc.bound.parts)
     if (p.name == "induction") induction = p.status == "proved";
   v.scope = Scope{
-      false, bc.scope + (induction ? fmt::format("; the bound formula proved for every n by induction (Z3 over the "
-                                                 "reals, under the rounding model and the exp assumption of "
-                                                 "docs/bounds.md), checked at n = {} against the stated REL; confirmed "
-                                                 "for n = {} by MPFR rows and n <= {} by the per-pattern reals queries",
-                                                 bc.bound.n, bc.bound.n, o.limits.real_n)
-                                   : fmt::format("; the bound formula argued for every n on paper (docs/bounds.md), "
-                                                 "its induction not proved (see the certificate); certified for n = "
-                                                 "{} by MPFR rows and n <= {} over the reals",
-                                                 bc.bound.n, o.limits.real_n))};
+      false,
+      bc.scope + (induction
+                      ? fmt::format("; the bound formula proved for every n by induction (Z3 over the "
+                                    "reals, under the rounding model and the exp assumption of "
+                                    "docs/bounds.md), checked at n = {} against the stated REL; confirmed "
+                                    "for n = {} by MPFR rows and n <= {} by the per-pattern reals queries",
+                                    bc.bound.n, bc.bound.n, o.limits.real_n)
+                      : fmt::format("; the bound formula argued for every n on paper (docs/bounds.md), "
+                                    "its induction not proved (see the certificate); certified for n = "
+                                    "{} by MPFR rows and n <= {} over the reals",
+                                    bc.bound.n, o.limits.real_n))};
   v.bound = bc.bound;
   if (bc.kind == VerdictKind::Refuted && bc.counterexample)
     attach_case(v, t, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));

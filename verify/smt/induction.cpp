@@ -79,7 +79,8 @@ z3::expr pow2_sum(z3::context& c, int a, int b) {
   std::string num = pow2_digits(b - a);
   int i = static_cast<int>(num.size()) - 1;
   while (num[static_cast<std::size_t>(i)] == '9') num[static_cast<std::size_t>(i--)] = '0';
-  num[static_cast<std::size_t>(i)] = static_cast<char>(num[static_cast<std::size_t>(i)] + 1);  // 2^j never ends in 9s
+  num[static_cast<std::size_t>(i)] =
+      static_cast<char>(num[static_cast<std::size_t>(i)] + 1);  // 2^j never ends in 9s
   return c.real_val((num + "/" + pow2_digits(b)).c_str());
 }
 
@@ -130,8 +131,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
     out.push_back(InductionStep{name, statement, Q.refute(goal, lim)});
   };
   auto src_consts = [&](Query& Q) {
-    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2),
-                  Q.c().real_val(0)};
+    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage),
+                  pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2), Q.c().real_val(0)};
   };
   auto tgt_consts = [&](Query& Q) {
     z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
@@ -145,7 +146,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   };
   // An exponential computed at precision c of an argument whose exact value bounds it in
   // [lo, hi] (0 <= lo <= hi <= 1): never negative, within (1 ± ε) and the underflow term.
-  auto computed_exp = [](Query& Q, const char* name, const z3::expr& lo, const z3::expr& hi, const Consts& c) {
+  auto computed_exp = [](Query& Q, const char* name, const z3::expr& lo, const z3::expr& hi,
+                         const Consts& c) {
     z3::expr e = Q.var(name);
     Q.assume(e >= 0 && e >= (1 - c.eps) * lo - c.om && e <= (1 + c.eps) * hi + c.om);
     return e;
@@ -172,7 +174,9 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   auto src_upper = [](const z3::expr& S, const z3::expr& G, const z3::expr& Vp, const z3::expr& K,
                       const Consts& c) { return S >= 0 && S <= (1 + G) * ((1 + c.eps) * Vp + K * c.om); };
   auto src_lower = [](const z3::expr& S, const z3::expr& G, const z3::expr& Vm, const z3::expr& K,
-                      const Consts& c) { return z3::implies(G <= 1, S >= (1 - G) * ((1 - c.eps) * Vm - K * c.om)); };
+                      const Consts& c) {
+    return z3::implies(G <= 1, S >= (1 - G) * ((1 - c.eps) * Vm - K * c.om));
+  };
   run("src.base", "the composed sum's invariant holds after its first key", [&](Query& Q) {
     Consts c = src_consts(Q);
     z3::expr K = Q.c().real_val(1);
@@ -183,9 +187,10 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   });
   for (const bool upper : {true, false}) {
     run(upper ? "src.step-upper" : "src.step-lower",
-        fmt::format("the composed sum's {} invariant after k keys implies it after k + 1, for every real k >= 1 "
-                    "with k·u_s < 1",
-                    upper ? "upper" : "lower"),
+        fmt::format(
+            "the composed sum's {} invariant after k keys implies it after k + 1, for every real k >= 1 "
+            "with k·u_s < 1",
+            upper ? "upper" : "lower"),
         [&](Query& Q) {
           Consts c = src_consts(Q);
           z3::expr K = Q.var("k");
@@ -198,7 +203,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
           z3::expr e = computed_exp(Q, "e", gm, gp, c);
           z3::expr S1 = round_sum(Q, "S1", S + e, c.u);
           return (Vm + gm <= Vp + gp && Vp + gp <= K + 1) &&
-                 (upper ? src_upper(S1, G1, Vp + gp, K + 1, c) : S1 >= 0 && src_lower(S1, G1, Vm + gm, K + 1, c));
+                 (upper ? src_upper(S1, G1, Vp + gp, K + 1, c)
+                        : S1 >= 0 && src_lower(S1, G1, Vm + gm, K + 1, c));
         });
   }
 
@@ -208,7 +214,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   //   0 <= Λ <= U <= k,  0 <= L <= P·U + A_k,  P <= 2 ⇒ L >= (2 - P)Λ - A_k.
   auto step_factor = [&](Query& Q, const Consts& c) {
     (void)Q;
-    return mut == InductionMutant::DropRounding ? (1 + c.eps) * (1 + c.u) : (1 + c.eps) * (1 + c.u) * (1 + c.u);
+    return mut == InductionMutant::DropRounding ? (1 + c.eps) * (1 + c.u)
+                                                : (1 + c.eps) * (1 + c.u) * (1 + c.u);
   };
   auto tgt_upper = [](const z3::expr& L, const z3::expr& P, const z3::expr& U, const z3::expr& A) {
     return L >= 0 && L <= P * U + A;
@@ -216,15 +223,18 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   auto tgt_lower = [](const z3::expr& L, const z3::expr& P, const z3::expr& Lam, const z3::expr& A) {
     return z3::implies(P <= 2, L >= (2 - P) * Lam - A);
   };
-  auto under = [](const z3::expr& K, const z3::expr& P, const Consts& c) { return K * (K + 2) * P * P * c.om; };
-  run("tgt.base", "the scan's invariant holds after its first key (L_1 = exp(0) = 1, or 0 at -inf)", [&](Query& Q) {
-    Consts c = tgt_consts(Q);
-    z3::expr K = Q.c().real_val(1), P = 1 + c.eps;
-    z3::expr L = Q.var("L"), U = Q.var("U");
-    Q.assume((L == 1 && U == 1) || (L == 0 && U == 0));
-    z3::expr A = under(K, P, c);
-    return U <= K && tgt_upper(L, P, U, A) && tgt_lower(L, P, U, A);
-  });
+  auto under = [](const z3::expr& K, const z3::expr& P, const Consts& c) {
+    return K * (K + 2) * P * P * c.om;
+  };
+  run("tgt.base", "the scan's invariant holds after its first key (L_1 = exp(0) = 1, or 0 at -inf)",
+      [&](Query& Q) {
+        Consts c = tgt_consts(Q);
+        z3::expr K = Q.c().real_val(1), P = 1 + c.eps;
+        z3::expr L = Q.var("L"), U = Q.var("U");
+        Q.assume((L == 1 && U == 1) || (L == 0 && U == 0));
+        z3::expr A = under(K, P, c);
+        return U <= K && tgt_upper(L, P, U, A) && tgt_lower(L, P, U, A);
+      });
   // On a new maximum the lower side goes in two queries (nlsat does not decide it in one): first
   // a lower bound on the rounded product fl(L·R̂) alone, then the step from that bound.
   auto rescaled_lower = [](const z3::expr& P, const z3::expr& Lam, const z3::expr& A, const z3::expr& Rlo,
@@ -233,7 +243,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   };
   if (mut != InductionMutant::MissingRescale)
     run("tgt.step-rise-lower.product",
-        "on a new maximum, the scan's lower invariant after k keys bounds the rescaled product fl(L·R̂) from below "
+        "on a new maximum, the scan's lower invariant after k keys bounds the rescaled product fl(L·R̂) from "
+        "below "
         "(where 1 + φ_{k+1} <= 2)",
         [&](Query& Q) {
           Consts c = tgt_consts(Q);
@@ -253,11 +264,13 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
         });
   for (const bool rise : {true, false})
     for (const bool upper : {true, false}) {
-      const std::string name = fmt::format("tgt.step-{}-{}", rise ? "rise" : "keep", upper ? "upper" : "lower");
+      const std::string name =
+          fmt::format("tgt.step-{}-{}", rise ? "rise" : "keep", upper ? "upper" : "lower");
       run(name,
-          fmt::format("the scan's {} invariant after k keys implies it after k + 1 when key k + 1 {}, for every "
-                      "real k >= 1",
-                      upper ? "upper" : "lower", rise ? "raises the maximum (a rescale)" : "does not"),
+          fmt::format(
+              "the scan's {} invariant after k keys implies it after k + 1 when key k + 1 {}, for every "
+              "real k >= 1",
+              upper ? "upper" : "lower", rise ? "raises the maximum (a rescale)" : "does not"),
           [&](Query& Q) {
             Consts c = tgt_consts(Q);
             z3::expr K = Q.var("k"), P = Q.var("P");
@@ -279,7 +292,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
               Q.assume(0 <= Rlo && Rlo <= Rup && Rup <= 1);
               Q.assume(U1 == U * Rup + 1 && Lam1 == Lam * Rlo + 1);
               if (mut == InductionMutant::MissingRescale) {
-                Q.assume(L1 == Q.var("r") && Q.var("r") >= (L + 1) * (1 - c.u) && Q.var("r") <= (L + 1) * (1 + c.u));
+                Q.assume(L1 == Q.var("r") && Q.var("r") >= (L + 1) * (1 - c.u) &&
+                         Q.var("r") <= (L + 1) * (1 + c.u));
               } else {
                 z3::expr m = Q.var("m");
                 if (upper) {
@@ -310,9 +324,10 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
   for (const bool storage_side : {true, false}) {
     const int bits = storage_side ? q.storage_bits : q.state_bits;
     run(storage_side ? "lemma.src" : "lemma.tgt",
-        fmt::format("the argument-rounding lemma summed over the keys: one more key keeps Σexp(-(1-u)d) <= S + "
-                    "J·α(u) and Σexp(-(1+u)d) >= S - J·α(u), u = 2^-{}",
-                    bits),
+        fmt::format(
+            "the argument-rounding lemma summed over the keys: one more key keeps Σexp(-(1-u)d) <= S + "
+            "J·α(u) and Σexp(-(1+u)d) >= S - J·α(u), u = 2^-{}",
+            bits),
         [&](Query& Q) {
           z3::expr u = Q.pow2(bits);
           z3::expr e = Q.var("e_const");
@@ -322,8 +337,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
           Q.assume(J >= 0 && Vp <= S + J * alpha && Vm >= S - J * alpha);
           z3::expr d = Q.var("d"), W = Q.var("W"), gp = Q.var("gp"), gm = Q.var("gm"), E = Q.var("E");
           // W = exp(-d), gp = exp(-(1 - u)d), gm = exp(-(1 + u)d), E = exp(-u·d): W = gp·E, gm = W·E.
-          z3::expr finite = d >= 0 && W > 0 && gp > 0 && gm > 0 && E > 0 && E <= 1 && W == gp * E && gm == W * E &&
-                            E >= 1 - u * d && e * ((1 - u) * d) * gp <= 1 && e * d * W <= 1 &&
+          z3::expr finite = d >= 0 && W > 0 && gp > 0 && gm > 0 && E > 0 && E <= 1 && W == gp * E &&
+                            gm == W * E && E >= 1 - u * d && e * ((1 - u) * d) * gp <= 1 && e * d * W <= 1 &&
                             z3::implies(d == 0, E == 1 && W == 1);
           z3::expr at_minus_inf = W == 0 && gp == 0 && gm == 0;
           Q.assume(finite || at_minus_inf);
@@ -349,7 +364,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
         Q.assume(S >= 1 && J >= 0 && J <= N - 1 && Vm >= 0 && Vm <= Vp);
         Q.assume(Vp <= S + J * alpha && Vm >= S - J * alpha);
         Q.assume(src_upper(Sh, G, Vp, N, c) && src_lower(Sh, G, Vm, N, c));
-        z3::expr B = (1 + G) * ((1 + c.eps) * (1 + (drop_alpha ? Q.c().real_val(0) : (N - 1) * alpha)) + N * c.om) - 1;
+        z3::expr B =
+            (1 + G) * ((1 + c.eps) * (1 + (drop_alpha ? Q.c().real_val(0) : (N - 1) * alpha)) + N * c.om) - 1;
         return Sh - S <= B * S && S - Sh <= B * S;
       });
   run("tgt.closing",
@@ -379,7 +395,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
           Q.assume(S >= 1 && Bp >= 0 && L >= 0 && L - S <= Bp * S && S - L <= Bp * S);
           // Rounding to the storage precision: relative in its normal range; below it the result
           // lies in [0, smallest normal] (rounding is monotone and the smallest normal is a value).
-          Q.assume((L >= nmin && l >= L * (1 - rho) && l <= L * (1 + rho)) || (L < nmin && l >= 0 && l <= nmin));
+          Q.assume((L >= nmin && l >= L * (1 - rho) && l <= L * (1 + rho)) ||
+                   (L < nmin && l >= 0 && l <= nmin));
           z3::expr B = (1 + rho) * (1 + Bp) - 1;
           return l - S <= B * S && S - l <= B * S;
         });
@@ -387,7 +404,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
       "|l_src - S| <= B_src·S, |l_tgt - S| <= B_tgt·S, B_src < 1 give |l_tgt - l_src| <= REL·l_src, REL = "
       "(B_src + B_tgt)/(1 - B_src)",
       [&](Query& Q) {
-        z3::expr S = Q.var("S"), ls = Q.var("l_src"), lt = Q.var("l_tgt"), Bs = Q.var("B_src"), Bt = Q.var("B_tgt");
+        z3::expr S = Q.var("S"), ls = Q.var("l_src"), lt = Q.var("l_tgt"), Bs = Q.var("B_src"),
+                 Bt = Q.var("B_tgt");
         Q.assume(S > 0 && Bs >= 0 && Bs < 1 && Bt >= 0);
         Q.assume(ls - S <= Bs * S && S - ls <= Bs * S && lt - S <= Bt * S && S - lt <= Bt * S);
         z3::expr R = Q.var("REL");

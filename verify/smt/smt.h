@@ -120,7 +120,6 @@ struct RealBoundQuery {
 };
 SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits);
 
-
 // ---- real arithmetic: the normalizer bound for every n, by induction --------------------------
 
 // docs/bounds.md §5 "(a) induction". The bound B_src(n), B_tgt(n), REL(n) is proved for every n
@@ -140,8 +139,8 @@ enum class InductionMutant : std::uint8_t {
 const char* induction_mutant_name(InductionMutant m);
 
 struct InductionQuery {
-  int storage_bits = 24;  // u_s = 2^-storage_bits
-  int state_bits = 24;    // u_t = 2^-state_bits
+  int storage_bits = 24;   // u_s = 2^-storage_bits
+  int state_bits = 24;     // u_t = 2^-state_bits
   double eps_storage = 0;  // relative error of exp at the storage precision (bound_formula's exp_error)
   double eps_state = 0;    // ... at the state precision
   // Upper bounds on the underflow terms as 2^a + 2^tail: ω_storage >= ω_s + ω_64 (a subnormal exp
