@@ -123,4 +123,50 @@ struct RealBoundQuery {
 };
 SmtOutcome check_real_bound(const RealBoundQuery& q, const SmtLimits& limits);
 
+// ---- real arithmetic: the normalizer bound for every n, by induction --------------------------
+
+// docs/bounds.md §5 "(a) induction". The bound B_src(n), B_tgt(n), REL(n) is proved for every n
+// by fixed-size queries in which the step count k is a real variable: the invariant of each
+// recurrence after k steps (base case, inductive step for each kind of step), the per-key
+// argument-rounding lemma summed over the keys (itself by induction), and the closing queries
+// that turn the invariants at k = n into B_src, B_tgt and REL. Every query asks Z3 (nonlinear
+// real arithmetic) for a counterexample; unsat is proved. Constants are the exact rationals of
+// the doubles given (u = 2^-bits; eps and omega as bound_formula computes them).
+enum class InductionMutant : std::uint8_t {
+  None,
+  DropAlpha,       // B_src and B_tgt without their (n - 1)·α term (a bound too small by one term)
+  DropGamma,       // the composed sum's invariant and B_src with γ_{k-2} for γ_{k-1} (one rounding short)
+  DropRounding,    // φ with (1 + u_t)^(n-1) for (1 + u_t)^(2(n-1)) (one rounding per step short)
+  MissingRescale,  // the scan without the rescale: l_k = fl(l_{k-1} + exp(x_k - m_k)) on a new maximum
+};
+const char* induction_mutant_name(InductionMutant m);
+
+struct InductionQuery {
+  int storage_bits = 24;   // u_s = 2^-storage_bits
+  int state_bits = 24;     // u_t = 2^-state_bits
+  double eps_storage = 0;  // relative error of exp at the storage precision (bound_formula's exp_error)
+  double eps_state = 0;    // ... at the state precision
+  // Upper bounds on the underflow terms as 2^a + 2^tail: ω_storage >= ω_s + ω_64 (a subnormal exp
+  // result at the storage precision), ω_state >= ω_t + ω_64 (at the state precision; it also bounds
+  // a subnormal product's ω_t). The queries prove the bound with these values in place of the exact
+  // ones (a larger absolute term: a weaker claim) to keep the rationals short: 2^-150 + 2^-1075
+  // makes nlsat orders of magnitude slower.
+  int omega_storage_log2 = -150;
+  int omega_state_log2 = -150;
+  int omega_tail_log2 = -200;
+  double storage_min_normal = 0;  // smallest normal of the storage precision (the final store)
+  bool final_store = false;       // storage != state: the scan's result is rounded once more
+  InductionMutant mutant = InductionMutant::None;
+};
+
+struct InductionStep {
+  std::string name;       // "src.step-upper", "tgt.closing", ...
+  std::string statement;  // what unsat proves, in words
+  SmtOutcome outcome;
+};
+
+// Runs every query of the induction (each under `limits`; a dump path is used as a prefix:
+// PREFIX-NAME.smt2). The bound is proved for every n when every outcome is unsat.
+std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, const SmtLimits& limits);
+
 }  // namespace fp::verify::smt
