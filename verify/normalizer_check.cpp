@@ -181,9 +181,8 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
       detail = "unknown: " + what + ";" + undecided;
     else if (!covers)
       detail = fmt::format(
-          "unknown: {}; but at n = {} the proved REL {} is above the stated {:.17g} (bound_formula's long "
-          "double "
-          "evaluation of B - 1 loses digits to cancellation)",
+          "unknown: {}; but at n = {} the proved REL {} is above the stated {:.17g} (the proof's "
+          "underflow terms are larger than the formula's)",
           what, n,
           inst.defined ? fmt::format("{:.17g} (MPFR, rounded up)", inst.rel) : std::string("(undefined)"),
           nb.rel);

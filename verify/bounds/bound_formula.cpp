@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <mpfr.h>
+
 #include <cmath>
+#include <cstdint>
 
 #include "core/numerics.h"
 #include "verify/error_bound.h"
@@ -17,6 +20,14 @@ using LD = long double;
 // long double evaluation's own rounding (a handful of 2^-64 relative errors).
 double up(LD v) {
   return round_up_to_double(v * (1 + 1e-15L));
+}
+
+// The same for a value computed as X - 1 with X near 1 (a few operations on values in [0.5, 4]):
+// the long double error of X is absolute, a few 2^-64, and the subtraction keeps it while the
+// value shrinks (at f64, (1 + u)/(1 - u) - 1 ~ 2^-52 carries a ~2^-63 error, relative 2^-11):
+// 2^-58 absolute covers 16 such roundings (each at most 2^-64 of a value below 4).
+double up_after_cancel(LD v) {
+  return up(v + 0x1p-58L);
 }
 
 LD e_lower() {
@@ -53,6 +64,76 @@ LD omega_exp(Prec p) {
       break;
   }
   return 0;
+}
+
+// The formula's B_src, B_tgt and REL evaluated in 256-bit MPFR with every operation rounded
+// toward the larger bound (docs/bounds.md §5): B - 1 cancels about -log2(B - 1) bits, which a
+// long double evaluation loses (at f64 n = 3 the stated REL came out 6e-5 relative below the
+// formula's value). Every input is positive, so rounding each sum, product and quotient up, and a
+// divisor down, gives upper bounds; the results are rounded up to doubles.
+class Up {
+ public:
+  Up() { mpfr_init2(v_, 256); }
+  explicit Up(LD x) : Up() { mpfr_set_ld(v_, x, MPFR_RNDU); }
+  ~Up() { mpfr_clear(v_); }
+  Up(const Up& o) : Up() { mpfr_set(v_, o.v_, MPFR_RNDU); }
+  Up& operator=(const Up&) = delete;
+  friend Up operator+(const Up& a, const Up& b) { return op(mpfr_add, a, b); }
+  friend Up operator*(const Up& a, const Up& b) { return op(mpfr_mul, a, b); }
+  friend Up operator/(const Up& a, const Up& b) { return op(mpfr_div, a, b); }
+  Up minus_one() const {
+    Up r;
+    mpfr_sub_ui(r.v_, v_, 1, MPFR_RNDU);
+    return r;
+  }
+  // 1 - this, rounded down (for a divisor).
+  Up one_minus_down() const {
+    Up r;
+    mpfr_ui_sub(r.v_, 1, v_, MPFR_RNDD);
+    return r;
+  }
+  Up pow_up(std::int64_t k) const {
+    Up r;
+    mpfr_pow_si(r.v_, v_, static_cast<long>(k), MPFR_RNDU);
+    return r;
+  }
+  bool below_one() const { return mpfr_cmp_ui(v_, 1) < 0; }
+  double to_double_up() const { return mpfr_get_d(v_, MPFR_RNDU); }
+
+ private:
+  template <class F>
+  static Up op(F f, const Up& a, const Up& b) {
+    Up r;
+    f(r.v_, a.v_, b.v_, MPFR_RNDU);
+    return r;
+  }
+  mpfr_t v_;
+};
+
+struct UpperBounds {
+  double b_src = 0, b_tgt = 0, rel = 0;
+  bool bsrc_below_one = false;
+};
+
+UpperBounds upper_bounds(Prec storage, Prec state, std::int64_t n, double exp_ulp) {
+  const Up one(1), us(unit_roundoff(storage)), ut(unit_roundoff(state)), nn(static_cast<LD>(n));
+  const Up n1(static_cast<LD>(n - 1));
+  // e is taken low (α grows as e shrinks); 1 - u and 1 - k·u are exact at 256 bits.
+  auto alpha_up = [&](const Up& u) { return u / Up(e_lower()) / u.one_minus_down(); };
+  auto gamma_up = [&](const Up& ku) { return ku / ku.one_minus_down(); };
+  const Up es(eps(storage, exp_ulp)), et(eps(state, exp_ulp));
+  const Up ws(omega_exp(storage)), wt(omega_exp(state));
+  const Up bsrc = ((one + gamma_up(n1 * us)) * ((one + es) * (one + n1 * alpha_up(us)) + nn * ws)).minus_one();
+  const Up phi = ((one + et).pow_up(n) * (one + ut).pow_up(2 * (n - 1))).minus_one();
+  const Up under = nn * Up(static_cast<LD>(n + 2)) * (one + phi) * (one + phi) * wt;
+  const Up rho(storage == state ? 0 : static_cast<LD>(unit_roundoff(storage)));
+  const Up btgt = ((one + rho) * ((one + phi) * (one + n1 * alpha_up(ut)) + under)).minus_one();
+  UpperBounds r;
+  r.bsrc_below_one = bsrc.below_one();
+  r.b_src = bsrc.to_double_up();
+  r.b_tgt = btgt.to_double_up();
+  if (r.bsrc_below_one) r.rel = ((bsrc + btgt) / bsrc.one_minus_down()).to_double_up();
+  return r;
 }
 
 }  // namespace
@@ -111,7 +192,7 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
     b.undefined_reason = "the bound is defined for floating-point storage and state and n >= 1";
     return b;
   }
-  const LD us = unit_roundoff(storage), ut = unit_roundoff(state);
+  const LD us = unit_roundoff(storage);
   const LD nn = static_cast<LD>(n);
   if ((nn - 1) * us >= 1) {
     b.undefined_reason = fmt::format(
@@ -120,23 +201,15 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
         static_cast<double>((nn - 1) * us), n, prec_name(storage));
     return b;
   }
-  // ω_E: exp's absolute error in underflow, which also covers a subnormal add or multiply.
-  const LD ws = omega_exp(storage), wt = omega_exp(state);
-  const LD es = eps(storage, exp_ulp), et = eps(state, exp_ulp);
-  const LD bsrc = (1 + gamma(n - 1, us)) * ((1 + es) * (1 + (nn - 1) * alpha(us)) + nn * ws) - 1;
-  const LD phi = std::pow(1 + et, nn) * std::pow(1 + ut, 2 * (nn - 1)) - 1;
-  const LD under = nn * (nn + 2) * (1 + phi) * (1 + phi) * wt;
-  const LD rho = storage == state ? 0 : us;
-  const LD btgt = (1 + rho) * ((1 + phi) * (1 + (nn - 1) * alpha(ut)) + under) - 1;
-  if (bsrc >= 1) {
-    b.undefined_reason =
-        fmt::format("B_src = {:.3g} >= 1: no relative bound of this form", static_cast<double>(bsrc));
+  const UpperBounds ub = upper_bounds(storage, state, n, exp_ulp);
+  if (!ub.bsrc_below_one) {
+    b.undefined_reason = fmt::format("B_src = {:.3g} >= 1: no relative bound of this form", ub.b_src);
     return b;
   }
   b.defined = true;
-  b.b_src = up(bsrc);
-  b.b_tgt = up(btgt);
-  b.rel = up((bsrc + btgt) / (1 - bsrc));
+  b.b_src = ub.b_src;
+  b.b_tgt = ub.b_tgt;
+  b.rel = ub.rel;
   return b;
 }
 
@@ -173,20 +246,20 @@ double quotient_perturbation(double ra, double rb, Prec p) {
   if (ra == 0 && rb == 0) return 0;
   if (rb >= 1) return INFINITY;
   const LD u = unit_roundoff(p);
-  return up((1 + static_cast<LD>(ra)) * (1 + u) / ((1 - static_cast<LD>(rb)) * (1 - u)) - 1);
+  return up_after_cancel((1 + static_cast<LD>(ra)) * (1 + u) / ((1 - static_cast<LD>(rb)) * (1 - u)) - 1);
 }
 
 double product_perturbation(double ra, double rb, Prec p) {
   if (ra == 0 && rb == 0) return 0;
   const LD u = unit_roundoff(p);
-  return up((1 + static_cast<LD>(ra)) * (1 + static_cast<LD>(rb)) * (1 + u) / (1 - u) - 1);
+  return up_after_cancel((1 + static_cast<LD>(ra)) * (1 + static_cast<LD>(rb)) * (1 + u) / (1 - u) - 1);
 }
 
 double conversion_perturbation(double r, Prec from, Prec to) {
   if (r == 0) return 0;
   if (significand_bits(to) >= significand_bits(from)) return r;
   const LD u = unit_roundoff(to);
-  return up((1 + static_cast<LD>(r)) * (1 + u) / (1 - u) - 1);
+  return up_after_cancel((1 + static_cast<LD>(r)) * (1 + u) / (1 - u) - 1);
 }
 
 double dot_perturbation(double rw, std::int64_t n, Prec p) {
