@@ -37,9 +37,6 @@ LD e_lower() {
 LD gamma(std::int64_t k, LD u) {
   return static_cast<LD>(k) * u / (1 - static_cast<LD>(k) * u);
 }
-LD alpha(LD u) {
-  return u / (e_lower() * (1 - u));
-}
 // exp_error before the final rounding up (docs/bounds.md §6). A result within U ulps of the exact
 // value e, ulps of e's binade [2^k, 2^(k+1)) (2^(k-23) at f32), is within U·2^(k-23) <= U·2^-23·e.
 LD eps(Prec p, double exp_ulp) {
@@ -121,8 +118,10 @@ UpperBounds upper_bounds(Prec storage, Prec state, std::int64_t n, double exp_ul
   // e is taken low (α grows as e shrinks); 1 - u and 1 - k·u are exact at 256 bits.
   auto alpha_up = [&](const Up& u) { return u / Up(e_lower()) / u.one_minus_down(); };
   auto gamma_up = [&](const Up& ku) { return ku / ku.one_minus_down(); };
-  const Up es(eps(storage, exp_ulp)), et(eps(state, exp_ulp));
-  const Up ws(omega_exp(storage)), wt(omega_exp(state));
+  // The exp error terms as stated (rounded up to doubles): the figures the report prints and the
+  // induction's queries take.
+  const Up es(exp_error(storage, exp_ulp)), et(exp_error(state, exp_ulp));
+  const Up ws(exp_underflow_error(storage)), wt(exp_underflow_error(state));
   const Up bsrc = ((one + gamma_up(n1 * us)) * ((one + es) * (one + n1 * alpha_up(us)) + nn * ws)).minus_one();
   const Up phi = ((one + et).pow_up(n) * (one + ut).pow_up(2 * (n - 1))).minus_one();
   const Up under = nn * Up(static_cast<LD>(n + 2)) * (one + phi) * (one + phi) * wt;
