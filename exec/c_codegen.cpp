@@ -156,6 +156,23 @@ int fpx_abi_version(void) { return 1; }
 #endif /* FPX_SUPPORT_DEFINED */
 )";
 
+// A register block's `groups` vectors of `width` lanes: each vector's first cell (start + g·width)
+// and its column offset within the block (g·width).
+struct LaneGroups {
+  std::vector<Aff> bases, cols;
+};
+LaneGroups lane_groups(const Aff& start, int groups, int width) {
+  LaneGroups out;
+  for (int g = 0; g < groups; ++g) {
+    Aff b = start, c;
+    b.off += g * width;
+    c.off = g * width;
+    out.bases.push_back(b);
+    out.cols.push_back(c);
+  }
+  return out;
+}
+
 class CGenerator {
  public:
   CGenerator(const ProgramPlan& plan, const CCodegenOptions& opts)
@@ -1150,17 +1167,10 @@ class CGenerator {
       if (groups == 1) {
         accumulate(nl, {start}, {Aff{}});
       } else {
-        std::vector<Aff> bases, cols;
-        for (int g = 0; g < groups; ++g) {
-          Aff b = start, c;
-          b.off += g * width;
-          c.off = g * width;
-          bases.push_back(b);
-          cols.push_back(c);
-        }
+        const LaneGroups lg = lane_groups(start, groups, width);
         em_.open(fmt::format("if ({} == {})", nl, block));
         em_.line(fmt::format("/* register block: {} vectors of {} lanes, rows in panels */", groups, width));
-        accumulate(std::to_string(width), bases, cols);
+        accumulate(std::to_string(width), lg.bases, lg.cols);
         em_.close();
         const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
         em_.open(fmt::format("else for (fpc_i64 {0} = 0; {0} * {1} < {2}; ++{0})", g, width, nl));
@@ -1246,17 +1256,10 @@ class CGenerator {
       lanes(shape, w, lane, nl, block, {start}, {Aff{}}, row, row_aff, rows, packed);
       return;
     }
-    std::vector<Aff> bases, cols;
-    for (int g = 0; g < groups; ++g) {
-      Aff b = start, c;
-      b.off += g * width;
-      c.off = g * width;
-      bases.push_back(b);
-      cols.push_back(c);
-    }
+    const LaneGroups lg = lane_groups(start, groups, width);
     em_.open(fmt::format("if ({} == {})", nl, block));
     em_.line(fmt::format("/* register block: {} vectors of {} lanes x {} rows */", groups, width, rows));
-    lanes(shape, w, lane, std::to_string(width), block, bases, cols, row, row_aff, rows, packed);
+    lanes(shape, w, lane, std::to_string(width), block, lg.bases, lg.cols, row, row_aff, rows, packed);
     em_.close();
     const std::string g = em_.fresh("g"), ng = em_.fresh("ng");
     em_.open(fmt::format("else for (fpc_i64 {0} = 0; {0} * {1} < {2}; ++{0})", g, width, nl));

@@ -38,15 +38,14 @@
 #include "random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
+#include "jit_test_options.h"
 #include "tensor_expect.h"
 
 namespace fp {
 namespace {
 
 ExecOptions test_options() {
-  ExecOptions o;
-  o.cache_dir = "/tmp/flashproof-test-jit-" + std::to_string(getuid());
-  o.threads = 2;
+  ExecOptions o = testing::jit_test_options();
   return o;
 }
 

@@ -14,6 +14,7 @@
 #include "core/interpreter.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "jit_test_options.h"
 #include "exec/executor.h"
 #include "exec/interleaved_timing.h"
 #include "exec/jit.h"
@@ -24,9 +25,7 @@ namespace fp {
 namespace {
 
 ExecOptions test_options() {
-  ExecOptions o;
-  o.cache_dir = "/tmp/flashproof-test-jit-" + std::to_string(getuid());
-  o.threads = 2;
+  ExecOptions o = testing::jit_test_options();
   o.source_name = "attn.fp";
   return o;
 }

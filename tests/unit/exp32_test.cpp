@@ -22,6 +22,7 @@
 #include "core/numerics.h"
 #include "core/tensor.h"
 #include "core/text_parser.h"
+#include "jit_test_options.h"
 #include "exec/c_executor.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/bounds/mpfr_reference.h"
@@ -30,9 +31,7 @@ namespace fp {
 namespace {
 
 ExecOptions test_options() {
-  ExecOptions o;
-  o.cache_dir = "/tmp/flashproof-test-jit-" + std::to_string(getuid());
-  o.threads = 2;
+  ExecOptions o = testing::jit_test_options();
   return o;
 }
 
