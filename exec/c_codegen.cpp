@@ -161,7 +161,7 @@ int fpx_abi_version(void) { return 1; }
 struct LaneGroups {
   std::vector<Aff> bases, cols;
 };
-LaneGroups lane_groups(const Aff& start, int groups, int width) {
+LaneGroups register_block_groups(const Aff& start, int groups, int width) {
   LaneGroups out;
   for (int g = 0; g < groups; ++g) {
     Aff b = start, c;
@@ -1167,7 +1167,7 @@ class CGenerator {
       if (groups == 1) {
         accumulate(nl, {start}, {Aff{}});
       } else {
-        const LaneGroups lg = lane_groups(start, groups, width);
+        const LaneGroups lg = register_block_groups(start, groups, width);
         em_.open(fmt::format("if ({} == {})", nl, block));
         em_.line(fmt::format("/* register block: {} vectors of {} lanes, rows in panels */", groups, width));
         accumulate(std::to_string(width), lg.bases, lg.cols);
@@ -1256,7 +1256,7 @@ class CGenerator {
       lanes(shape, w, lane, nl, block, {start}, {Aff{}}, row, row_aff, rows, packed);
       return;
     }
-    const LaneGroups lg = lane_groups(start, groups, width);
+    const LaneGroups lg = register_block_groups(start, groups, width);
     em_.open(fmt::format("if ({} == {})", nl, block));
     em_.line(fmt::format("/* register block: {} vectors of {} lanes x {} rows */", groups, width, rows));
     lanes(shape, w, lane, std::to_string(width), block, lg.bases, lg.cols, row, row_aff, rows, packed);
