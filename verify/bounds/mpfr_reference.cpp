@@ -323,12 +323,7 @@ ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed) {
     mpfr_mul_2si(ref_err.v, ref_err.v, -159, MPFR_RNDU);
     error_up(diff.v, got, ref.v, ref_err.v);
     mpfr_mul_2si(diff.v, diff.v, -ulp_exp, MPFR_RNDU);  // in ulps (exact), before leaving MPFR
-    double err = mpfr_get_d(diff.v, MPFR_RNDU);
-    ++m.samples;
-    if (err > m.max_ulp) {
-      m.max_ulp = err;
-      m.worst_x = v;
-    }
+    m.record(mpfr_get_d(diff.v, MPFR_RNDU), v);
   }
   mpfr_free_cache();
   return m;
@@ -428,12 +423,7 @@ ExpUlpMeasure measure_exp32_ulp(std::int64_t samples, std::uint64_t seed) {
         v = static_cast<float>(80.0 + 8.8 * rng.unit());  // near overflow
         break;
     }
-    const double err = exp_narrow_ulp_error(Prec::F32, v, fp_exp32(v));
-    ++m.samples;
-    if (err > m.max_ulp) {
-      m.max_ulp = err;
-      m.worst_x = v;
-    }
+    m.record(exp_narrow_ulp_error(Prec::F32, v, fp_exp32(v)), v);
   }
   mpfr_free_cache();
   return m;

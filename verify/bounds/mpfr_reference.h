@@ -59,6 +59,15 @@ struct ExpUlpMeasure {
   double max_ulp = 0;
   double worst_x = 0;
   std::int64_t samples = 0;
+
+  // Counts one sample of error `ulp` at input `x`, keeping the worst.
+  void record(double ulp, double x) {
+    ++samples;
+    if (ulp > max_ulp) {
+      max_ulp = ulp;
+      worst_x = x;
+    }
+  }
 };
 ExpUlpMeasure measure_exp_ulp(std::int64_t samples, std::uint64_t seed);
 
