@@ -253,8 +253,10 @@ void setup_verify(CLI::App& app) {
   sub->add_option("--search-trials", o->engine.limits.search_trials,
                   "Counterexample-search trials (default 1500)")
       ->transform(integer_in(1, std::numeric_limits<int>::max()));
-  sub->add_option("--real-n", o->engine.limits.real_n, "Reals certificate for n = 1..N keys (default 3)")
-      ->transform(integer_in(1, kMaxRealN));
+  sub->add_option("--real-n", o->engine.limits.real_n,
+                  "Per-pattern reals certificate for n = 1..N keys as well as the induction (default 0: only when "
+                  "the induction is not proved, then n <= 3)")
+      ->transform(integer_in(0, kMaxRealN));
   sub->add_option("--real-timeout", o->engine.limits.real_timeout_s,
                   "Backstop per reals query, seconds (default 5)")
       ->transform(seconds());

@@ -20,6 +20,7 @@ std::vector<Checker> product_checkers() {
       bitwise_checker(),
       relative_checker(),
       loop_permutation_lift_checker(),
+      normalizer_max_lift_checker(),
       online_normalizer_bound_checker(),
   };
 }

@@ -3,19 +3,27 @@
 // of exp(x - m) within the certified rounding bound, NaN exactly where the composed form has NaN.
 // docs/bounds.md derives the bound; docs/verify.md describes the steps:
 //
-//  (i)   recurrence: symbolic execution of both routines at their own sizes; from the source's
-//        max reduction (the application's anchor statement) and the scores it reads, build per
-//        row the canonical composed sum and the canonical online recurrence (the obligation's
-//        metadata: n keys, storage and state precisions) in the same hash-consed store; every
-//        covered cell's source term must be the first and its target term the second (pointer
-//        equality). Anything else is not the recurrence the bound is about;
-//  (ii)  the certificate of the formula at (storage, state): (a) Z3 over the reals, n = 1..real_n,
-//        every pattern of new maxima — no assignment exceeds the bound (undecided patterns are
-//        reported unknown, never passed); (b) MPFR rows (>= 10^4, adversarial families); (c) the
-//        worst observed error as a fraction of the bound (tightness);
-//  (iii) the interpreter differential on the routine's own random inputs and adversarial ones: l
-//        within the bound, NaN positions exact, and the downstream nodes (probabilities, the value
-//        pass) within their propagated bounds.
+//  (i)   recurrence, for every extent: the structural lift of verify/normalizer_lift.h (the
+//        target's l is the online recurrence over the same row of scores whose composed sum the
+//        source's l is, whatever the extents). Where the lift does not apply, at the routine's own
+//        sizes: symbolic execution of both routines; from the source's max reduction (the
+//        application's anchor statement) and the scores it reads, build per row the canonical
+//        composed sum and the canonical online recurrence (the obligation's metadata: n keys,
+//        storage and state precisions) in the same hash-consed store; every covered cell's source
+//        term must be the first and its target term the second (pointer equality). Anything else
+//        is not the recurrence the bound is about;
+//  (ii)  the certificate of the formula at (storage, state): the induction for every n
+//        (verify/smt/induction.h; its value at n against the stated REL); (a) Z3 over the reals,
+//        n = 1..real_n, every pattern of new maxima, when asked for (--real-n) or when the
+//        induction is not proved (then n <= 3) — undecided patterns are reported unknown, never
+//        passed; (b) MPFR rows (>= 10^4, adversarial families); (c) the worst observed error as a
+//        fraction of the bound (tightness);
+//  (iii) the interpreter differential on random inputs and adversarial ones — on a small instance
+//        of the family (verify/size_reduction.h shrink_pair) when (i) holds for every extent, else
+//        at the routine's sizes: l within the bound, NaN positions exact, and the downstream nodes
+//        (probabilities, the value pass) within their propagated bounds.
+// With (i) for every extent and the induction proved, the scope is all sizes: the routine's size
+// only instantiates REL.
 // A target that is not the recurrence gets the full counterexample search against the bound: a
 // violation is `refuted` with the case; none found is `unknown` (approximation in the way).
 
@@ -49,6 +57,7 @@ struct BoundedCheck {
   std::string message;
   std::vector<std::string> steps;
   std::string scope;
+  bool all_sizes = false;  // (i) holds for every extent (the structural lift)
   BoundInfo bound;
   std::optional<Found> counterexample;
   std::vector<NodeCheck> checks;  // what the counterexample violates (for the written case)

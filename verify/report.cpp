@@ -35,12 +35,13 @@ std::string short_scope(const Verdict& v) {
 
 
 std::string limits_text(const Limits& l) {
+  const std::string reals = l.real_n > 0 ? fmt::format("reals n <= {} ({} s per query)", l.real_n, l.real_timeout_s)
+                                         : fmt::format("reals only without the induction ({} s per query)",
+                                                       l.real_timeout_s);
   return fmt::format(
-      "rlimit {}, timeout {} s, max terms {}, search {} trials, reals n <= {} ({} s per query), MPFR {} rows "
-      "at {} "
-      "bits, seed {}, budget {} s per obligation",
-      l.rlimit, l.timeout_s, l.max_terms, l.search_trials, l.real_n, l.real_timeout_s, l.mpfr_rows,
-      l.mpfr_bits, l.seed, l.budget_s);
+      "rlimit {}, timeout {} s, max terms {}, search {} trials, {}, MPFR {} rows at {} bits, seed {}, budget {} s "
+      "per obligation",
+      l.rlimit, l.timeout_s, l.max_terms, l.search_trials, reals, l.mpfr_rows, l.mpfr_bits, l.seed, l.budget_s);
 }
 
 json summary_json(const Summary& s) {

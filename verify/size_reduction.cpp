@@ -209,6 +209,22 @@ std::string SizeReduction::text() const {
   return extents_text(extents);
 }
 
+ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap) {
+  ShrunkPair res{src, tgt, {}};
+  std::set<std::int64_t, std::greater<>> extents;
+  for (const Routine* r : {&src, &tgt})
+    for (const auto& n : r->nodes) extents.insert(n.dims.begin(), n.dims.end());
+  for (std::int64_t V : extents) {
+    if (V <= cap) break;
+    Routine s = resize_routine(res.src, V, cap), t = resize_routine(res.tgt, V, cap);
+    if (!well_formed(s) || !well_formed(t)) continue;
+    res.src = std::move(s);
+    res.tgt = std::move(t);
+    res.extents.push_back(ExtentReduction{V, cap});
+  }
+  return res;
+}
+
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,
                            const SizeReductionOptions& o) {
   SizeReduction res;

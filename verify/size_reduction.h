@@ -65,6 +65,18 @@ struct SizeReduction {
   std::string text() const;
 };
 
+// A small instance of a pair whose claim is proved for every extent, for the concrete
+// cross-checks that follow the proof (a differential, a short search, a bitwise comparison): every
+// extent above `cap` substituted by `cap`, largest first, each substitution kept only when both
+// resized routines are well formed. What the instance's checks find is a fact about the same
+// family of programs the all-sizes proof covers.
+struct ShrunkPair {
+  Routine src, tgt;
+  std::vector<ExtentReduction> extents;  // empty: nothing above cap, or no substitution was well formed
+};
+inline constexpr std::int64_t kCrossCheckExtent = 8;
+ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap = kCrossCheckExtent);
+
 // Shrinks the extents of `runner`'s pair, which fails on `found.inputs`.
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,
                            const SizeReductionOptions& options = {});

@@ -44,7 +44,7 @@ struct Limits {
   double timeout_s = 60;                // wall-clock backstop per query
   std::uint64_t max_terms = 4'000'000;  // symbolic-execution term budget per routine pair
   int search_trials = 1500;             // concrete counterexample-search trials per obligation
-  int real_n = 3;                       // Z3-over-the-reals certificate for n = 1..real_n keys
+  int real_n = 0;  // Z3-over-the-reals certificate for n = 1..real_n keys (the induction replaces it; n <= 3 without it)
   double real_timeout_s = 5;            // wall backstop per reals query (nlsat does not honour rlimit
                                         // promptly; an undecided pattern is reported unknown)
   int mpfr_rows = 10000;                // MPFR reference rows per (storage, state) pair

@@ -100,8 +100,8 @@ Member online_softmax_member() {
                 "exact (max), bounded (sum)",
                 "a max reduction and the sum of exp(x - max) over one axis become one scan per row carrying the "
                 "running max and the rescaled running sum, writing both to their nodes",
-                {ClaimSpec{"normalizer-max", ObligationKind::Exact, "bitwise",
-                           "the scan's running max is the composed max, bit for bit"},
+                {ClaimSpec{"normalizer-max", ObligationKind::Exact, "all-sizes-lift.normalizer-scan",
+                           "the scan's running max is the composed max, bit for bit, for every extent"},
                  ClaimSpec{"normalizer-sum", ObligationKind::Bounded, "certified-bound.online-normalizer",
                            "the scan's rescaled sum is the composed sum within the certified bound"}},
                 [](const Routine& tgt, const Application&) { return osm::normalizer_scan_mutants(tgt); }},

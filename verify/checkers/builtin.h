@@ -8,6 +8,7 @@ namespace fp::verify {
 Checker bitwise_checker();
 Checker relative_checker();
 Checker loop_permutation_lift_checker();
+Checker normalizer_max_lift_checker();
 Checker online_normalizer_bound_checker();
 
 }  // namespace fp::verify

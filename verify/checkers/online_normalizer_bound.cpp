@@ -20,6 +20,28 @@ namespace fp::verify {
 
 namespace {
 
+// All sizes when the recurrence holds for every extent and the formula for every n; the routine's
+// size then only instantiates REL.
+Scope scope_of(const BoundedCheck& bc, bool induction, int real_n) {
+  const std::string reals = real_n > 0 ? fmt::format(" and n <= {} by the per-pattern reals queries", real_n) : "";
+  if (bc.all_sizes && induction)
+    return Scope{true, fmt::format("all sizes: the recurrence for every extent (structural), the bound formula for "
+                                   "every n (induction: Z3 over the reals, under the rounding model and the exp "
+                                   "assumption of docs/bounds.md); REL stated for n = {} (confirmed by MPFR "
+                                   "rows{}), REL(n) of the formula at other sizes",
+                                   bc.bound.n, reals)};
+  if (induction)
+    return Scope{false, bc.scope + fmt::format("; the bound formula proved for every n by induction (Z3 over the "
+                                               "reals, under the rounding model and the exp assumption of "
+                                               "docs/bounds.md), checked at n = {} against the stated REL; "
+                                               "confirmed for n = {} by MPFR rows{}",
+                                               bc.bound.n, bc.bound.n, reals)};
+  return Scope{false, bc.scope + fmt::format("; the bound formula argued for every n on paper (docs/bounds.md), its "
+                                             "induction not proved (see the certificate); certified for n = {} by "
+                                             "MPFR rows and n <= {} over the reals",
+                                             bc.bound.n, std::max(real_n, 3))};
+}
+
 void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   if (!t.obligation.bound) {
     v.kind = VerdictKind::Unknown;
@@ -38,18 +60,7 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   bool induction = false;
   for (const auto& p : bc.bound.parts)
     if (p.name == "induction") induction = p.status == "proved";
-  v.scope = Scope{
-      false,
-      bc.scope + (induction
-                      ? fmt::format("; the bound formula proved for every n by induction (Z3 over the "
-                                    "reals, under the rounding model and the exp assumption of "
-                                    "docs/bounds.md), checked at n = {} against the stated REL; confirmed "
-                                    "for n = {} by MPFR rows and n <= {} by the per-pattern reals queries",
-                                    bc.bound.n, bc.bound.n, o.limits.real_n)
-                      : fmt::format("; the bound formula argued for every n on paper (docs/bounds.md), "
-                                    "its induction not proved (see the certificate); certified for n = "
-                                    "{} by MPFR rows and n <= {} over the reals",
-                                    bc.bound.n, o.limits.real_n))};
+  v.scope = scope_of(bc, induction, o.limits.real_n);
   v.bound = bc.bound;
   if (bc.kind == VerdictKind::Refuted && bc.counterexample)
     attach_case(v, t, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <unordered_set>
@@ -97,8 +98,14 @@ std::uint64_t value_key(double v) {
   return std::bit_cast<std::uint64_t>(v);
 }
 
+// One multiply-xorshift round per word (the finalizer of MurmurHash3's 64-bit variant after the
+// combination), so that the low bits used for the slot depend on every bit of every field.
 std::size_t mix(std::size_t h, std::size_t v) {
-  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
 }
 
 double apply(TermOp op, Prec p, const double* a) {
@@ -171,15 +178,27 @@ TermLimitExceeded::TermLimitExceeded(std::size_t limit)
     : std::runtime_error(fmt::format("symbolic execution exceeded its budget of {} terms", limit)),
       limit_(limit) {}
 
-TermStore::TermStore(std::size_t max_terms) : max_terms_(max_terms) {}
+// Ids are 32-bit (a slot holds id + 1), so no store holds more than 2^32 - 2 terms.
+TermStore::TermStore(std::size_t max_terms) : max_terms_(std::min<std::size_t>(max_terms, 0xfffffffeu)) {}
 
-bool TermStore::Eq::operator()(TermP a, TermP b) const {
-  if (a->op != b->op || a->prec != b->prec || a->nargs != b->nargs) return false;
-  for (int i = 0; i < a->nargs; ++i)
-    if (a->args[i] != b->args[i]) return false;
-  if (a->op == TermOp::Const) return value_key(a->value) == value_key(b->value);
-  if (a->op == TermOp::Var) return a->var == b->var;
+bool TermStore::same_structure(const Term& a, const Term& b) {
+  if (a.op != b.op || a.prec != b.prec || a.nargs != b.nargs) return false;
+  for (int i = 0; i < a.nargs; ++i)
+    if (a.args[i] != b.args[i]) return false;
+  if (a.op == TermOp::Const) return value_key(a.value) == value_key(b.value);
+  if (a.op == TermOp::Var) return a.var == b.var;
   return true;
+}
+
+void TermStore::grow_slots() {
+  const std::size_t size = slots_.empty() ? 1024 : slots_.size() * 2;
+  std::vector<Slot> slots(size);
+  for (const Term& t : terms_) {
+    std::size_t i = t.hash & (size - 1);
+    while (slots[i].id_plus_1 != 0) i = (i + 1) & (size - 1);
+    slots[i] = Slot{t.id + 1, static_cast<std::uint32_t>(t.hash >> 32)};
+  }
+  slots_ = std::move(slots);
 }
 
 TermP TermStore::intern(Term t) {
@@ -188,16 +207,22 @@ TermP TermStore::intern(Term t) {
   if (t.op == TermOp::Const) h = mix(h, value_key(t.value));
   if (t.op == TermOp::Var) h = mix(h, t.var);
   t.hash = h;
-  if (auto it = index_.find(&t); it != index_.end()) return *it;
+  if (2 * (terms_.size() + 1) > slots_.size()) grow_slots();
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t slot = h & mask;
+  const auto high = static_cast<std::uint32_t>(h >> 32);
+  for (; slots_[slot].id_plus_1 != 0; slot = (slot + 1) & mask) {
+    const Slot& s = slots_[slot];
+    if (s.hash_high == high && same_structure(terms_[s.id_plus_1 - 1], t)) return &terms_[s.id_plus_1 - 1];
+  }
   if (terms_.size() >= max_terms_) throw TermLimitExceeded(max_terms_);
   if ((terms_.size() & 0xffff) == 0) check_deadline("symbolic execution");
   t.id = static_cast<std::uint32_t>(terms_.size());
   t.approx = t.op == TermOp::Exp || t.op == TermOp::Pow;
   for (int i = 0; i < t.nargs; ++i) t.approx = t.approx || t.args[i]->approx;
   terms_.push_back(t);
-  TermP p = &terms_.back();
-  index_.insert(p);
-  return p;
+  slots_[slot] = Slot{t.id + 1, high};
+  return &terms_.back();
 }
 
 TermP TermStore::var(const std::string& node, std::int64_t cell, Prec p) {

@@ -1,0 +1,23 @@
+#pragma once
+// The discharge shared by the exact all-sizes lifts (loop permutation, normalizer max): a
+// structural proof over symbolic extents, then a bitwise check of a small instance of the same
+// family (verify/size_reduction.h shrink_pair) as a cross-check that can only agree. Without the
+// proof, the bitwise check at the routines' own sizes decides, scoped to those sizes.
+
+#include <string>
+#include <vector>
+
+#include "verify/checkers.h"
+
+namespace fp::verify {
+
+struct ExactLift {
+  bool proved = false;
+  std::string why_not;             // when not proved: the first failed condition
+  std::vector<std::string> steps;  // the proof's steps, for the report
+  std::string proof;               // what the proof establishes, one sentence (when proved)
+};
+
+void discharge_exact_lift(Verdict& v, const Task& t, const EngineOptions& o, const ExactLift& lift);
+
+}  // namespace fp::verify
