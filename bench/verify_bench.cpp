@@ -3,6 +3,11 @@
 //                            (tests/fixtures/attention_suite.h), no cache: time per obligation (median,
 //                            p95, max) per claim kind
 //   BM_CacheHit              the same tasks answered from the proof cache: time per verdict
+//   BM_VerifyModel/<jobs>    issue 12's model: a 24-layer causal training step, 16 heads, seq 4096,
+//                            d 128, every online-softmax gate on: cold (no cache) and from the cache,
+//                            wall seconds, decided count, scope all sizes count, peak RSS. Cold only
+//                            in a fresh process (certificates and solver answers are kept per
+//                            process): run one at a time, --benchmark_filter=BM_VerifyModel/2
 //   BM_Tightness/<prec>      worst observed error / bound on 10^4 MPFR rows (the certificate's (c))
 //   BM_RealsCertificate      Z3 over the reals, n = 1..3, every pattern: time and proved count
 //   BM_ExpUlpF32             fp_exp64's error in binary64 ulps over f32 inputs (the f64 bound's η64
@@ -21,9 +26,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "core/numerics.h"
+#include "frontend/attention.h"
 #include "tests/fixtures/attention_suite.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/bounds/mpfr_reference.h"
@@ -107,6 +114,53 @@ void BM_CacheHit(benchmark::State& state) {
   state.counters["obligations"] = static_cast<double>(tasks.size());
 }
 BENCHMARK(BM_CacheHit)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+std::int64_t peak_rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  return 0;
+}
+
+void BM_VerifyModel(benchmark::State& state) {
+  AttentionSpec s;
+  s.layers = 24;
+  s.heads = 16;
+  s.sq = s.sk = 4096;
+  s.d = s.e = 128;
+  s.mask = "causal";
+  s.train = true;
+  Config cfg;
+  cfg.set("online_softmax", "true");
+  const std::vector<Task> tasks = tier_tasks(build_attention(s), cfg, {}, "model.fp", "flashproof verify model.fp").tasks;
+  const std::string dir = (std::filesystem::temp_directory_path() / "flashproof-verify-bench-model").string();
+  double cold = 0, cached = 0;
+  int decided = 0, all_sizes = 0;
+  for (auto _ : state) {
+    std::filesystem::remove_all(dir);
+    EngineOptions o = bench_options(true, dir);
+    o.jobs = static_cast<int>(state.range(0));
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Verdict> vs = verify_tasks(tasks, o);
+    cold = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t0 = std::chrono::steady_clock::now();
+    std::vector<Verdict> again = verify_tasks(tasks, o);
+    cached = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    decided = all_sizes = 0;
+    for (const auto& v : vs) {
+      decided += v.proved();
+      all_sizes += v.scope.all_sizes;
+    }
+  }
+  state.counters["obligations"] = static_cast<double>(tasks.size());
+  state.counters["decided"] = decided;
+  state.counters["all_sizes"] = all_sizes;
+  state.counters["cold_s"] = cold;
+  state.counters["cached_s"] = cached;
+  state.counters["peak_rss_MiB"] = static_cast<double>(peak_rss_kib()) / 1024.0;
+}
+BENCHMARK(BM_VerifyModel)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_Tightness(benchmark::State& state) {
   const Prec p = static_cast<Prec>(state.range(0));

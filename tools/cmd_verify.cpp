@@ -28,6 +28,7 @@
 #include "core/interpreter.h"
 #include "core/npy.h"
 #include "exec/run_memory.h"
+#include "verify/phase_clock.h"
 #include "pipeline/checked_tier.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
@@ -68,6 +69,7 @@ struct VerifyOptions {
   bool no_cache = false;
   std::string cache_mode;  // --cache: use | refresh | off (verify/proof_cache.h)
   bool no_progress = false;
+  bool stats = false;
   std::optional<double> run_budget_s;
   std::string max_memory;
   verify::EngineOptions engine;
@@ -85,6 +87,28 @@ RunMemory trials_memory(const std::vector<verify::Task>& tasks, int jobs) {
       fmt::format("verify's interpreter trials: source and target of {} obligation{} "
                   "at once, every node as f64 cells",
                   std::max(jobs, 1), jobs > 1 ? "s" : ""));
+}
+
+// --stats: where the run's time went, by phase, and the per-obligation time figures (on standard
+// error, so that the report's formats stay what they are).
+void print_stats(const std::vector<verify::Verdict>& verdicts, double wall_seconds) {
+  std::vector<std::map<std::string, double>> phases;
+  std::vector<double> times;
+  int cached = 0;
+  for (const auto& v : verdicts) {
+    phases.push_back(v.phase_seconds);
+    times.push_back(v.seconds);
+    cached += v.cached;
+  }
+  std::sort(times.begin(), times.end());
+  auto pct = [&](double p) {
+    if (times.empty()) return 0.0;
+    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(times.size()))) - 1;
+    return times[std::min(k, times.size() - 1)];
+  };
+  fmt::print(stderr, "\nstats: {} obligation{} ({} from the cache): per obligation median {:.3f} s, p95 {:.3f} s, max {:.3f} s\n",
+             verdicts.size(), verdicts.size() == 1 ? "" : "s", cached, pct(0.5), pct(0.95), pct(1.0));
+  fmt::print(stderr, "{}", verify::phase_table(verify::phase_totals(phases), wall_seconds));
 }
 
 int replay(const VerifyOptions& o) {
@@ -181,9 +205,19 @@ void run_verify(VerifyOptions& o) {
     }
     if (tasks.empty()) ctx.notes.push_back("no obligations: the tier applied no rewrite");
   }
-  // The interpreter trials allocate every node: a program too big for the machine is refused here,
-  // before the first obligation, rather than after minutes of work.
-  preflight_memory(trials_memory(tasks, o.engine.jobs), o.max_memory, pair_mode ? o.tgt : o.file);
+  // A hand-written pair runs at its own sizes: too big for the machine is refused here, before
+  // anything runs. The tier's obligations are proved for all sizes where their lifts apply and
+  // check small instances; a concrete check at the routine's sizes (a lift's fallback) is held to
+  // the same limit per obligation and ends unknown (resource limit) instead.
+  if (pair_mode) {
+    preflight_memory(trials_memory(tasks, o.engine.jobs), o.max_memory, o.tgt);
+  } else {
+    const MemoryLimit limit = resolve_memory_limit(o.max_memory);
+    o.engine.interpreter_memory_bytes = limit.bytes;
+    if (limit.bytes && o.engine.jobs > 1) *o.engine.interpreter_memory_bytes /= o.engine.jobs;
+    o.engine.interpreter_memory_origin =
+        o.engine.jobs > 1 ? fmt::format("{}, shared by {} jobs", limit.origin, o.engine.jobs) : limit.origin;
+  }
   std::unique_ptr<verify::Progress> progress;
   if (!o.no_progress && !tasks.empty()) {
     progress = std::make_unique<verify::Progress>(static_cast<int>(tasks.size()),
@@ -194,6 +228,7 @@ void run_verify(VerifyOptions& o) {
   if (progress) progress->stop();
   ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_text_output(o.output, verify::render_report(o.format, verdicts, ctx));
+  if (o.stats) print_stats(verdicts, ctx.seconds);
   set_exit_code(verify::exit_code_for(verdicts, fail_on));
 }
 
@@ -267,6 +302,10 @@ void setup_verify(CLI::App& app) {
                   "Assumed fp_exp64 error in binary64 ulps (default 0.52)")
       ->transform(finite_in(0, kMaxExpUlp));
   sub->add_flag("--no-progress", o->no_progress, "Do not report progress on standard error");
+  sub->add_flag("--stats", o->stats,
+                "After the report, print on standard error where the time went: per-obligation median, p95 and "
+                "max, and a table of the phases (lift, symbolic execution, solver, certificate parts, "
+                "cross-checks, search)");
   add_max_memory_option(*sub, o->max_memory);
   add_config_options(*sub, o->config);
   sub->callback([o] { run_verify(*o); });

@@ -7,6 +7,7 @@
 
 #include "core/deadline.h"
 #include "verify/case_writer.h"
+#include "verify/phase_clock.h"
 #include "verify/size_reduction.h"
 
 namespace fp::verify {
@@ -111,6 +112,7 @@ void minimize_and_write_case(Verdict& v, const Task& t, const EngineOptions& o, 
 
 void attach_case(Verdict& v, const Task& t, const EngineOptions& o, const Routine& src_run,
                  const Routine& tgt_run, const std::vector<NodeCheck>& checks, Found found) {
+  ScopedPhase phase("counterexample case");
   PairRunner runner(src_run, tgt_run, checks);
   const Found as_found = found;
   try {

@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "core/diagnostic.h"
+#include "core/ir_visit.h"
+#include "core/memory_limit.h"
 #include "core/input_validation.h"
 #include "verify/error_bound.h"
 
@@ -194,12 +196,69 @@ Routine with_outputs(const Routine& r, const std::vector<std::string>& nodes, bo
   return out;
 }
 
+Routine through_last_writer(const Routine& r, const std::vector<std::string>& nodes) {
+  std::vector<StmtP> S = top_level_statements(r);
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < S.size(); ++i) {
+    bool writes = false;
+    for_each_stmt(S[i], [&](const Stmt& st) {
+      writes = writes || ((st.kind == StmtKind::Set || st.kind == StmtKind::Zero) &&
+                          std::find(nodes.begin(), nodes.end(), st.name) != nodes.end());
+    });
+    if (writes) last = i + 1;
+  }
+  if (last == S.size()) return r;
+  Routine out = r;
+  out.body = seq(std::vector<StmtP>(S.begin(), S.begin() + static_cast<std::ptrdiff_t>(last)));
+  return out;
+}
+
+namespace {
+thread_local std::optional<std::int64_t> t_interp_limit;
+thread_local std::string t_interp_origin;
+}  // namespace
+
+ScopedInterpreterMemoryLimit::ScopedInterpreterMemoryLimit(std::optional<std::int64_t> bytes, std::string origin)
+    : previous_(t_interp_limit), previous_origin_(t_interp_origin) {
+  t_interp_limit = bytes;
+  t_interp_origin = std::move(origin);
+}
+
+ScopedInterpreterMemoryLimit::~ScopedInterpreterMemoryLimit() {
+  t_interp_limit = previous_;
+  t_interp_origin = previous_origin_;
+}
+
+std::int64_t interpreter_bytes(const Routine& r) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t total = 0;
+  for (const auto& n : r.nodes) {
+    std::int64_t cells = 1;
+    for (std::int64_t d : n.dims) cells = d > 0 && cells > kMax / d ? kMax : cells * d;
+    const std::int64_t bytes = cells > kMax / 8 ? kMax : cells * 8;
+    total = total > kMax - bytes ? kMax : total + bytes;
+  }
+  return total;
+}
+
+void check_interpreter_memory(const Routine& src, const Routine& tgt, const char* phase) {
+  if (!t_interp_limit) return;
+  const std::int64_t a = interpreter_bytes(src), b = interpreter_bytes(tgt);
+  const std::int64_t need = a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max() : a + b;
+  if (need > *t_interp_limit)
+    throw InterpreterMemoryExceeded(fmt::format(
+        "the {} would run source and target on the interpreter at the routine's sizes, which needs at least {} "
+        "(every node as f64 cells), over the limit of {} ({})",
+        phase, format_bytes(need), format_bytes(*t_interp_limit), t_interp_origin));
+}
+
 PairRunner::PairRunner(Routine src, Routine tgt, std::vector<NodeCheck> checks)
     : src_(std::move(src)), tgt_(std::move(tgt)), checks_(std::move(checks)) {
   for (const auto& c : checks_) FP_INTERNAL_CHECK(src_.find_node(c.node) != nullptr, "no node {}", c.node);
 }
 
 std::optional<Mismatch> PairRunner::run(const TensorMap& inputs, std::map<std::string, double>* worst) const {
+  if (runs_ == 0) check_interpreter_memory(src_, tgt_, "concrete check");
   ++runs_;
   TensorMap s = interpret(src_, inputs), t = interpret(tgt_, inputs);
   return compare_outputs(checks_, s, t, worst);

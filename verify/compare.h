@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,37 @@ std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, co
 // interpreter returns.
 Routine with_outputs(const Routine& r, const std::vector<std::string>& nodes, bool keep_outputs);
 
+// `r`'s top-level statements up to the last one that writes any of `nodes` (at any depth): their
+// values at the end are the same, the rest of the program is work a cross-check of those nodes
+// need not do (a layer's obligation in a 24-layer model drops the layers after it).
+Routine through_last_writer(const Routine& r, const std::vector<std::string>& nodes);
+
 // Runs both routines on the interpreter with `inputs` and compares. Both must already return every
 // checked node (and every scale node, from the source).
+// The interpreter's memory per run of a pair (every node of both routines as f64 cells,
+// exec/run_memory.h's `interp` basis) is checked against the limit installed on this thread (the
+// engine installs --max-memory per obligation): a concrete check too big for the machine ends the
+// obligation unknown (resource limit) instead of allocating — with the all-sizes lifts, checks at
+// the routine's own sizes are only the fallback, so a program far too big to run is still verified.
+struct InterpreterMemoryExceeded : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+class ScopedInterpreterMemoryLimit {
+ public:
+  ScopedInterpreterMemoryLimit(std::optional<std::int64_t> bytes, std::string origin);
+  ~ScopedInterpreterMemoryLimit();
+  ScopedInterpreterMemoryLimit(const ScopedInterpreterMemoryLimit&) = delete;
+  ScopedInterpreterMemoryLimit& operator=(const ScopedInterpreterMemoryLimit&) = delete;
+
+ private:
+  std::optional<std::int64_t> previous_;
+  std::string previous_origin_;
+};
+std::int64_t interpreter_bytes(const Routine& r);  // every node as f64 cells (saturating)
+// Throws InterpreterMemoryExceeded naming `phase` when running src and tgt side by side exceeds
+// the installed limit.
+void check_interpreter_memory(const Routine& src, const Routine& tgt, const char* phase);
+
 class PairRunner {
  public:
   PairRunner(Routine src, Routine tgt, std::vector<NodeCheck> checks);

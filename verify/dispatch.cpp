@@ -7,6 +7,8 @@
 
 #include "core/deadline.h"
 #include "verify/checkers.h"
+#include "verify/compare.h"
+#include "verify/phase_clock.h"
 #include "verify/engine.h"
 #include "verify/smt/smt.h"
 
@@ -51,10 +53,22 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   Verdict v;
   fill_common(v, t, o);
+  PhaseRecord phases;
+  if (o.progress) phases.entered = [&](const std::string& p) { o.progress->phase(t, p); };
+  ScopedPhaseRecord record(phases);
   try {
     ScopedDeadline budget(o.limits.budget_s,
                           fmt::format("the obligation's wall-clock budget ({:g} s, --budget)", o.limits.budget_s));
+    ScopedInterpreterMemoryLimit memory(o.interpreter_memory_bytes, o.interpreter_memory_origin);
     discharge_into(v, t, o);
+  } catch (const InterpreterMemoryExceeded& e) {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::ResourceLimit;
+    v.bound.reset();
+    v.counterexample.reset();
+    v.message = fmt::format("{}: no verdict (raise --max-memory, or verify a smaller instance)", e.what());
+    v.steps.push_back(v.message);
+    v.scope = Scope{false, concrete_scope(t.src)};
   } catch (const DeadlineExceeded& e) {
     // The steps so far stay: they say how far the obligation got.
     v.kind = VerdictKind::Unknown;
@@ -67,6 +81,7 @@ Verdict discharge(const Task& t, const EngineOptions& o) {
     v.scope = Scope{false, concrete_scope(t.src)};
   }
   v.seconds = elapsed(t0);
+  v.phase_seconds = phases.seconds;
   return v;
 }
 

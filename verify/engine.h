@@ -26,6 +26,8 @@ struct ProgressSink {
   virtual ~ProgressSink() = default;
   virtual void started(const Task& t) = 0;
   virtual void finished(const Task& t, const Verdict& v) = 0;
+  // The phase an obligation entered (verify/phase_clock.h); from the discharging thread.
+  virtual void phase(const Task& /*t*/, const std::string& /*phase*/) {}
 };
 
 struct EngineOptions {
@@ -42,6 +44,9 @@ struct EngineOptions {
   // Wall-clock budget of the whole run (every obligation); none when unset. Obligations it cuts
   // short or never starts end unknown (resource limit), like those their own budget_s stops.
   std::optional<double> run_budget_s;
+  // The interpreter's memory per concrete check (--max-memory; verify/compare.h): none when unset.
+  std::optional<std::int64_t> interpreter_memory_bytes;
+  std::string interpreter_memory_origin;
   ProgressSink* progress = nullptr;
 };
 

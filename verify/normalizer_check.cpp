@@ -4,10 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -22,6 +24,7 @@
 #include "verify/downstream_bounds.h"
 #include "verify/loop_nest.h"
 #include "verify/normalizer_lift.h"
+#include "verify/phase_clock.h"
 #include "verify/proof_cache.h"
 #include "verify/size_reduction.h"
 #include "verify/smt/smt.h"
@@ -116,6 +119,7 @@ constexpr int kFallbackRealN = 3;
 
 std::mutex g_cert_mutex;
 std::map<std::string, Certificate> g_certs;
+std::map<std::string, std::shared_ptr<std::mutex>> g_cert_once;
 
 nlohmann::json cert_json(const Certificate& c) {
   nlohmann::json parts = nlohmann::json::array();
@@ -140,6 +144,7 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
   // (a) induction: the formula for every n (docs/bounds.md §5), then its value at n against the
   // REL the report states.
   {
+    ScopedPhase phase("certificate: induction");
     const smt::InductionQuery q = induction_query(storage, state, limits.exp_ulp);
     smt::SmtLimits lim;
     lim.rlimit = limits.rlimit;
@@ -203,6 +208,7 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
   const bool induction_proved = cert.parts.back().status == "proved";
   const int real_n = induction_proved ? limits.real_n : std::max(limits.real_n, kFallbackRealN);
   if (real_n > 0) {
+    ScopedPhase phase("certificate: reals");
     std::vector<std::string> per_n;
     int proved = 0, total = 0;
     std::string undecided;
@@ -252,6 +258,7 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
   }
   // (b) MPFR rows, (c) tightness.
   {
+    ScopedPhase phase("certificate: MPFR rows");
     MpfrReport r = mpfr_check_normalizer(storage, n, limits);
     cert.mpfr_ok = r.violations == 0 && r.nan_mismatches == 0 && r.max_mismatches == 0;
     std::vector<std::string> fams;
@@ -273,6 +280,8 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
                                          fmt::format("worst |l_tgt - l_src| / (REL·|l_src|) = {} on {}",
                                                      fraction(r.worst_pair), r.worst_row)});
   }
+  std::optional<ScopedPhase> exp_phase;
+  exp_phase.emplace("certificate: exp measure");
   ExpUlpMeasure e = measure_exp_ulp(20000, limits.seed);
   ExpUlpMeasure e32 = measure_exp32_ulp(20000, limits.seed);
   // A measured error above the figure the bound uses voids the bound's premise.
@@ -298,6 +307,7 @@ struct RecurrenceCheck {
 
 RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std::size_t anchor_pos,
                                     const std::string& l, const BoundTerms& bt, const Limits& limits) {
+  ScopedPhase phase("symbolic execution");
   RecurrenceCheck out;
   std::vector<StmtP> S = top_level_statements(src);
   try {
@@ -418,6 +428,20 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
     std::lock_guard<std::mutex> lock(g_cert_mutex);
     if (auto it = g_certs.find(key); it != g_certs.end()) return it->second;
   }
+  // One computation per key: parallel obligations with the same parameters wait for the first
+  // (with --jobs 2 the model's two first layers each computed the n = 4096 certificate).
+  std::shared_ptr<std::mutex> once;
+  {
+    std::lock_guard<std::mutex> lock(g_cert_mutex);
+    auto& m = g_cert_once[key];
+    if (!m) m = std::make_shared<std::mutex>();
+    once = m;
+  }
+  std::lock_guard<std::mutex> computing(*once);
+  {
+    std::lock_guard<std::mutex> lock(g_cert_mutex);
+    if (auto it = g_certs.find(key); it != g_certs.end()) return it->second;
+  }
   if (disk && dump_prefix.empty())
     if (auto j = disk->get(identity)) {
       try {
@@ -502,7 +526,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   for (const auto& n : plan.notes) res.steps.push_back(n);
   // The concrete checks run on a small instance of the family when the recurrence holds for
   // every extent (a violation there refutes the all-sizes claim), else at the routine's sizes.
-  const ShrunkPair instance = all_sizes ? shrink_pair(src, tgt) : ShrunkPair{src, tgt, {}};
+  const ShrunkPair instance = all_sizes ? cross_check_instance(src, tgt) : ShrunkPair{src, tgt, {}};
   const std::string where = instance.extents.empty()
                                 ? std::string("routine's own random inputs")
                                 : fmt::format("random inputs at reduced sizes ({})", extents_text(instance.extents));
@@ -510,19 +534,28 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
       instance.extents.empty() ? plan : plan_downstream(instance.src, app.statements, anchor_pos, l, nb.rel);
   std::vector<std::string> watched;
   for (const auto& c : run_plan.checks) watched.push_back(c.node);
-  Routine src_run = instrument_source(instance.src, {&run_plan}, watched, false);
-  Routine tgt_run = with_outputs(instance.tgt, watched, false);
+  std::vector<std::string> kept = watched;  // what the checks read: the nodes and their scales
+  for (const auto& c : run_plan.checks)
+    if (!c.scale_node.empty()) kept.push_back(c.scale_node);
+  Routine src_run = through_last_writer(instrument_source(instance.src, {&run_plan}, watched, false), kept);
+  Routine tgt_run = through_last_writer(with_outputs(instance.tgt, watched, false), kept);
   res.checks = run_plan.checks;
   PairRunner runner(src_run, tgt_run, res.checks);
   res.src_run = src_run;
   res.tgt_run = tgt_run;
+  res.case_src = instance.src;
+  res.case_tgt = instance.tgt;
 
-  // Differential on random inputs (a few seeds), recording the worst ratios.
+  // Differential on random inputs (a few seeds; on a small instance, as many as the cross-check's
+  // work allows), recording the worst ratios.
+  const int seeds = all_sizes ? cross_check_runs(runner, 4) : 4;
+  std::optional<ScopedPhase> differential;
+  differential.emplace("differential");
   std::map<std::string, double> worst;
   std::optional<Mismatch> diff_fail;
   TensorMap diff_inputs;
-  for (std::uint64_t k = 0; k < 4 && !diff_fail; ++k) {
-    diff_inputs = random_inputs(instance.src, limits.seed + k);
+  for (int k = 0; k < seeds && !diff_fail; ++k) {
+    diff_inputs = random_inputs(instance.src, limits.seed + static_cast<std::uint64_t>(k));
     diff_fail = runner.run(diff_inputs, &worst);
   }
   for (auto& d : bi.downstream) d.worst_observed = worst[d.node];
@@ -530,7 +563,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   bi.parts.push_back(CertificatePart{
       "differential", diff_fail ? "failed" : "confirmed",
       diff_fail ? diff_fail->text()
-                : fmt::format("{} (4 seeds): worst {} of the bound on {}{}", where,
+                : fmt::format("{} ({} seed{}): worst {} of the bound on {}{}", where, seeds, seeds == 1 ? "" : "s",
                               fraction(worst[l]), l, [&] {
                                 std::string s;
                                 for (const auto& d : bi.downstream)
@@ -545,9 +578,29 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     return res;
   }
   res.steps.push_back(bi.parts.back().detail);
-  // Adversarial search: the full budget when the recurrence is not established.
-  const int trials =
-      scaled_search_trials(runner, recurrence ? std::max(1, limits.search_trials / 4) : limits.search_trials);
+  differential.reset();
+
+  // (ii) the certificate (shared by every obligation with the same parameters), when the target
+  // is the recurrence it is about.
+  std::optional<Certificate> cert;
+  if (recurrence) {
+    cert = certificate_for(bt.storage, bt.terms, limits, disk, dump_prefix);
+    for (const auto& p : cert->parts) bi.parts.push_back(p);
+    bi.tightness = cert->tightness;
+  }
+  auto status_of = [&](const char* part) {
+    if (cert)
+      for (const auto& p : cert->parts)
+        if (p.name == part) return p.status;
+    return std::string();
+  };
+  const bool proved = cert && cert->mpfr_ok && status_of("induction") == "proved";
+  // Adversarial search: the full budget when the recurrence is not established, a quarter when
+  // the certificate is incomplete, a cross-check's worth after a proof for every extent.
+  const int trials = !recurrence ? scaled_search_trials(runner, limits.search_trials)
+                     : !proved || !all_sizes
+                         ? scaled_search_trials(runner, std::max(1, limits.search_trials / 4))
+                         : std::max(0, cross_check_runs(runner, std::max(1, limits.search_trials / 4)) - seeds);
   if (auto found = search_counterexample(runner, trials, limits.seed)) {
     res.kind = VerdictKind::Refuted;
     res.message = "outside the bound: " + found->mismatch.text();
@@ -556,7 +609,8 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     res.counterexample = std::move(*found);
     return res;
   }
-  res.steps.push_back(fmt::format("counterexample search: {} adversarial trials within the bound", trials));
+  res.steps.push_back(fmt::format("counterexample search: {} adversarial trials within the bound{}", trials,
+                                  instance.extents.empty() ? "" : " at reduced sizes"));
   if (!recurrence) {
     res.kind = VerdictKind::Unknown;
     res.reason = term_limit ? UnknownReason::ResourceLimit : UnknownReason::Approximation;
@@ -565,27 +619,18 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
                   "; no counterexample in " + std::to_string(trials) + " trials";
     return res;
   }
-
-  // (ii) the certificate.
-  Certificate cert = certificate_for(bt.storage, bt.terms, limits, disk, dump_prefix);
-  for (const auto& p : cert.parts) bi.parts.push_back(p);
-  bi.tightness = cert.tightness;
-  if (!cert.mpfr_ok) {
+  if (!cert->mpfr_ok) {
     res.kind = VerdictKind::Unknown;
     res.reason = UnknownReason::Approximation;
     res.message = "the bound formula is not confirmed (MPFR reference or exp assumption failed)";
     return res;
   }
   res.kind = VerdictKind::Bounded;
-  std::string reals_status, induction_status;
-  for (const auto& p : cert.parts) {
-    if (p.name == "(a) reals") reals_status = p.status;
-    if (p.name == "induction") induction_status = p.status;
-  }
+  const std::string reals_status = status_of("(a) reals"), induction_status = status_of("induction");
   res.message = fmt::format(
       "{} is the online recurrence of the composed sum (i{}); bound REL = {:.3g}: induction (every n) {}, "
       "confirmed by MPFR (tightness {}){}, differential inside the bound",
-      l, all_sizes ? ", every extent" : ", the routine's sizes", nb.rel, induction_status, fraction(cert.tightness),
+      l, all_sizes ? ", every extent" : ", the routine's sizes", nb.rel, induction_status, fraction(cert->tightness),
       reals_status.empty() ? "" : ", reals certificate " + reals_status);
   return res;
 }

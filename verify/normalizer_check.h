@@ -62,6 +62,7 @@ struct BoundedCheck {
   std::optional<Found> counterexample;
   std::vector<NodeCheck> checks;  // what the counterexample violates (for the written case)
   Routine src_run, tgt_run;       // the routines the checks run on (extra outputs marked)
+  Routine case_src, case_tgt;     // the pair at the sizes the checks ran at (a case writes these)
 };
 
 BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const Application& app,

@@ -13,6 +13,7 @@
 #include "core/ir_visit.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
 #include "verify/loop_nest.h"
+#include "verify/phase_clock.h"
 
 namespace fp::verify {
 
@@ -123,6 +124,7 @@ class Lifter {
 
   NormalizerLift run() {
     NormalizerLift res;
+    ScopedPhase phase("all-sizes lift");
     check_deadline("the all-sizes lift");
     try {
       require(src_.nodes.size() == tgt_.nodes.size() &&

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include "core/deadline.h"
@@ -12,6 +13,7 @@
 #include "core/random_inputs.h"
 #include "core/text_printer.h"
 #include "verify/smt/smt.h"
+#include "verify/phase_clock.h"
 #include "verify/symbolic/symexec.h"
 
 namespace fp::verify {
@@ -117,6 +119,8 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
   const char* claim = o.rel ? "within the bound" : "bitwise";
 
   // Symbolic execution of both into one store.
+  std::optional<ScopedPhase> phase;
+  phase.emplace("symbolic execution");
   TermStore store(o.limits.max_terms);
   std::vector<CellRef> cells, differing;
   bool symbolic = true;
@@ -131,6 +135,7 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     res.steps.push_back(fmt::format("symbolic execution: {} cells of {}, {} distinct terms", cells.size(),
                                     fmt::join(nodes, ", "), store.size()));
     // Self-check against the interpreter: each side's terms are its values.
+    check_interpreter_memory(runner.src(), runner.tgt(), "symbolic execution's self-check");
     for (std::uint64_t seed : {o.limits.seed, o.limits.seed + 7919}) {
       TensorMap in = seed == o.limits.seed ? random_inputs(src, seed) : special_inputs(src, seed);
       TensorMap os = interpret(runner.src(), in), ot = interpret(runner.tgt(), in);
@@ -168,6 +173,7 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     }
   }
 
+  phase.reset();
   // Concrete search: a real-exp counterexample is the best answer there is.
   if (auto found = search_counterexample(runner, o.limits.search_trials, o.limits.seed)) {
     res.steps.push_back(
@@ -188,6 +194,7 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     return res;
   }
 
+  phase.emplace("solver");
   // The encoding compared with itself.
   {
     std::vector<TermP> sample;

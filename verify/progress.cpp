@@ -40,10 +40,16 @@ void Progress::finished(const Task& t, const Verdict& v) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_.erase(t.id);
+    phase_.erase(t.id);
     ++done_;
     ++counts_[verdict_kind_name(v.kind)];
   }
   cv_.notify_all();
+}
+
+void Progress::phase(const Task& t, const std::string& phase) {
+  std::lock_guard<std::mutex> lock(mu_);
+  phase_[t.id] = phase;
 }
 
 std::string Progress::line() {
@@ -62,7 +68,9 @@ std::string Progress::line() {
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", k, counts_[k]);
   return fmt::format(
       "verify: {}/{} done ({}){}", done_, total_, counts,
-      longest.empty() ? "" : fmt::format("; longest running: {} ({:.1f}s)", longest, longest_s));
+      longest.empty() ? ""
+                      : fmt::format("; longest running: {} ({:.1f}s{})", longest, longest_s,
+                                    phase_.count(longest) ? ", " + phase_.at(longest) : std::string()));
 }
 
 void Progress::loop() {

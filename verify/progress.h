@@ -22,6 +22,7 @@ class Progress : public ProgressSink {
   ~Progress() override;
   void started(const Task& t) override;
   void finished(const Task& t, const Verdict& v) override;
+  void phase(const Task& t, const std::string& phase) override;
   // Stops the ticker and clears the terminal line.
   void stop();
 
@@ -40,6 +41,7 @@ class Progress : public ProgressSink {
   int done_ = 0;
   std::map<std::string, int> counts_;
   std::map<std::string, std::chrono::steady_clock::time_point> running_;
+  std::map<std::string, std::string> phase_;  // running obligation → its current phase
   std::chrono::steady_clock::time_point start_;
   std::thread thread_;
 };

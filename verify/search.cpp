@@ -10,6 +10,7 @@
 #include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "verify/phase_clock.h"
 
 namespace fp::verify {
 
@@ -176,7 +177,14 @@ int scaled_search_trials(const PairRunner& runner, int requested) {
   return static_cast<int>(std::min<double>(requested, std::max<double>(std::min(requested, kMinSearchTrials), fit)));
 }
 
+int cross_check_runs(const PairRunner& runner, int requested) {
+  const double per_run = routine_work(runner.src()) + routine_work(runner.tgt());
+  if (per_run <= 0) return requested;
+  return static_cast<int>(std::clamp<double>(std::floor(kCrossCheckWork / per_run), 1, std::max(1, requested)));
+}
+
 std::optional<Found> search_counterexample(const PairRunner& runner, int trials, std::uint64_t seed) {
+  ScopedPhase phase("counterexample search");
   trials = scaled_search_trials(runner, trials);
   for (int k = 0; k < trials; ++k) {
     check_deadline("counterexample search");

@@ -40,6 +40,12 @@ std::optional<Found> search_counterexample(const PairRunner& runner, int trials,
 inline constexpr double kSearchWork = 8e9;
 inline constexpr int kMinSearchTrials = 16;
 int scaled_search_trials(const PairRunner& runner, int requested);
+// Runs of a concrete cross-check after a proof for every extent (verify/checkers/exact_lift.h, the
+// normalizer's differential): at most kCrossCheckWork scalar operations per obligation in all, at
+// least one run, at most `requested`. A 24-layer training step shrunk to extents of 8 gets a
+// handful; the demo's small instance every requested run.
+inline constexpr double kCrossCheckWork = 1e7;
+int cross_check_runs(const PairRunner& runner, int requested);
 // The scalar operations one interpreter run of r executes: each statement's expression nodes plus
 // one, times its loops' trip counts.
 double routine_work(const Routine& r);

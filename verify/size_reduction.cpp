@@ -7,8 +7,10 @@
 #include <set>
 
 #include "core/checker.h"
+#include "core/deadline.h"
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
+#include "verify/phase_clock.h"
 
 namespace fp::verify {
 
@@ -210,6 +212,7 @@ std::string SizeReduction::text() const {
 }
 
 ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap) {
+  check_deadline("the cross-check instance");
   ShrunkPair res{src, tgt, {}};
   std::set<std::int64_t, std::greater<>> extents;
   for (const Routine* r : {&src, &tgt})
@@ -223,6 +226,28 @@ ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap)
     res.extents.push_back(ExtentReduction{V, cap});
   }
   return res;
+}
+
+ShrunkPair cross_check_instance(const Routine& src, const Routine& tgt) {
+  ScopedPhase phase("cross-check instance");
+  ShrunkPair eight = shrink_pair(src, tgt, 8);
+  if (routine_work(eight.src) + routine_work(eight.tgt) <= kCrossCheckInstanceWork) return eight;
+  ShrunkPair four = shrink_pair(eight.src, eight.tgt, 4);
+  // The substitutions counted from the original extents.
+  std::map<std::int64_t, std::int64_t, std::greater<>> current;  // original → final
+  for (const auto& e : eight.extents) current[e.original] = e.reduced;
+  for (const auto& e : four.extents) {
+    bool seen = false;
+    for (auto& [orig, cur] : current)
+      if (cur == e.original) {
+        cur = e.reduced;
+        seen = true;
+      }
+    if (!seen) current[e.original] = e.reduced;
+  }
+  four.extents.clear();
+  for (const auto& [orig, cur] : current) four.extents.push_back(ExtentReduction{orig, cur});
+  return four;
 }
 
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,

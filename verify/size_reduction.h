@@ -74,8 +74,11 @@ struct ShrunkPair {
   Routine src, tgt;
   std::vector<ExtentReduction> extents;  // empty: nothing above cap, or no substitution was well formed
 };
-inline constexpr std::int64_t kCrossCheckExtent = 8;
-ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap = kCrossCheckExtent);
+ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap);
+// The cross-check instance: extents of 8, or of 4 when one run of the pair at 8 would take more
+// than kCrossCheckInstanceWork scalar operations (a 24-layer training step).
+inline constexpr double kCrossCheckInstanceWork = 2e6;
+ShrunkPair cross_check_instance(const Routine& src, const Routine& tgt);
 
 // Shrinks the extents of `runner`'s pair, which fails on `found.inputs`.
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,

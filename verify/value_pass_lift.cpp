@@ -8,6 +8,7 @@
 
 #include "core/ir_visit.h"
 #include "core/text_printer.h"
+#include "verify/phase_clock.h"
 #include "verify/smt/smt.h"
 #include "verify/symbolic/symexec.h"
 
@@ -57,6 +58,7 @@ ExprP replace(const ExprP& e, const ExprP& from, const ExprP& to) {
 
 LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Application& app,
                            const Limits& limits, const std::string& dump_prefix) {
+  ScopedPhase phase("all-sizes lift");
   LiftResult res;
   auto fail = [&](std::string why) {
     res.why_not = std::move(why);
@@ -175,8 +177,11 @@ LiftResult lift_value_pass(const Routine& src, const Routine& tgt, const Applica
   for (const auto& f : smt::prove_order(q, lim, dump_prefix)) {
     if (f.outcome.status == smt::SmtStatus::Unsat) {
       res.steps.push_back(
-          fmt::format("Z3 (integers, symbolic extents): fact '{}' holds for all extents (unsat, {:.3f}s)",
-                      f.name, f.outcome.seconds));
+          f.shared ? fmt::format("Z3 (integers, symbolic extents): fact '{}' holds for all extents (unsat; the "
+                                 "same query as an earlier obligation's)",
+                                 f.name)
+                   : fmt::format("Z3 (integers, symbolic extents): fact '{}' holds for all extents (unsat, {:.3f}s)",
+                                 f.name, f.outcome.seconds));
       continue;
     }
     if (f.outcome.status == smt::SmtStatus::Unknown) {

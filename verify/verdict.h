@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,9 @@ struct Verdict {
   std::optional<Counterexample> counterexample;
   std::vector<std::string> steps;  // what was checked, in order
   double seconds = 0;
+  // Wall seconds by phase (verify/phase_clock.h): this run's measurement, never cached or
+  // serialized (a cached verdict has none).
+  std::map<std::string, double> phase_seconds;
   bool cached = false;
   // Decided by a wall-clock budget running out: not deterministic, so never cached.
   bool decided_by_clock = false;

@@ -62,8 +62,13 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
     if (p.name == "induction") induction = p.status == "proved";
   v.scope = scope_of(bc, induction, o.limits.real_n);
   v.bound = bc.bound;
-  if (bc.kind == VerdictKind::Refuted && bc.counterexample)
-    attach_case(v, t, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));
+  if (bc.kind == VerdictKind::Refuted && bc.counterexample) {
+    // The case is of the pair at the sizes the checks ran at (a small instance after the lift).
+    Task shown = t;
+    shown.src = bc.case_src;
+    shown.tgt = bc.case_tgt;
+    attach_case(v, shown, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));
+  }
 }
 
 // The normalizer's certified REL carried through P = e / l and Σ P·v, or, where the formula has

@@ -13,8 +13,12 @@
 //                 hoisted operand: one read per outer iteration gives every inner iteration the
 //                 value it read before
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <z3++.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "core/diagnostic.h"
@@ -89,8 +93,55 @@ std::string describe(z3::model& m, const Box& box, const std::vector<std::pair<s
 
 }  // namespace
 
+namespace {
+
+std::string index_key(const std::vector<Index>& idx) {
+  std::string k;
+  for (const auto& i : idx) {
+    k += fmt::format("{}", i.offset);
+    for (const auto& t : i.terms) k += fmt::format("{:+}*{}", t.coef, t.sym);
+    k += ',';
+  }
+  return k;
+}
+
+std::string query_key(const OrderQuery& q, const SmtLimits& limits) {
+  return fmt::format("{}|{}|{}|{}|{}|{}", fmt::join(q.src_loops, " "), fmt::join(q.tgt_loops, " "), q.outer,
+                     index_key(q.target), index_key(q.hoisted), limits.rlimit);
+}
+
+std::mutex g_order_mutex;
+std::map<std::string, std::vector<OrderFact>> g_order_facts;
+
+}  // namespace
+
+// The three queries themselves (prove_order keeps their answers).
+static std::vector<OrderFact> decide_order(const OrderQuery& q, const SmtLimits& limits,
+                                           const std::string& dump_prefix);
+
 std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits,
                                    const std::string& dump_prefix) {
+  const std::string key = query_key(q, limits);
+  if (dump_prefix.empty()) {
+    std::lock_guard<std::mutex> lock(g_order_mutex);
+    if (auto it = g_order_facts.find(key); it != g_order_facts.end()) {
+      std::vector<OrderFact> again = it->second;
+      for (auto& f : again) f.shared = true;
+      return again;
+    }
+  }
+  std::vector<OrderFact> facts = decide_order(q, limits, dump_prefix);
+  const bool decided = std::all_of(facts.begin(), facts.end(),
+                                   [](const OrderFact& f) { return f.outcome.status != SmtStatus::Unknown; });
+  if (decided) {
+    std::lock_guard<std::mutex> lock(g_order_mutex);
+    g_order_facts.emplace(key, facts);
+  }
+  return facts;
+}
+
+static std::vector<OrderFact> decide_order(const OrderQuery& q, const SmtLimits& limits,
+                                           const std::string& dump_prefix) {
   std::vector<OrderFact> facts;
   auto run = [&](const std::string& name, auto&& build) {
     z3::context c;

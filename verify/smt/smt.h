@@ -93,11 +93,14 @@ struct OrderFact {
   std::string name;  // "bijection", "order", "hoisted-read"
   SmtOutcome outcome;
   std::string witness;  // for a failed fact: the extents and iterations Z3 found
+  bool shared = false;  // answered by an identical query earlier in this process
 };
 
 // Proves: the target loop order is a bijection of iteration vectors onto the source's; any two
 // iterations that accumulate into the same target cell are in the same relative order in both;
-// the hoisted read's cell depends only on the outer loops. One query each.
+// the hoisted read's cell depends only on the outer loops. One query each. The queries mention
+// no node and no extent, so every layer and head of a model asks the same three: decided answers
+// are kept per process, keyed by the query's content (not when dumping queries).
 std::vector<OrderFact> prove_order(const OrderQuery& q, const SmtLimits& limits,
                                    const std::string& dump_prefix);
 
