@@ -149,6 +149,51 @@ static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes, int64_t limit) {
   fpx_account(ctx, -bytes);
   if (!fpx_pool_give(p, (n + align - 1) / align * align, align, (size_t)ctx->live, (size_t)limit)) free(p);
 }
+/* The row panels' transposing copy (rows_in_panels in exec/c_codegen.cpp): dst[t * ldd + j] =
+ * src[j * lds + t] for j < rows, t < cols. A copy, so it changes no value; with AVX-512, 16 x 16
+ * blocks are transposed in registers (16 contiguous loads, 64 shuffles, 16 contiguous stores) instead
+ * of one strided store per value. */
+static inline void fpx_transpose_f32(const float* restrict src, fpc_i64 lds, fpc_i64 rows, fpc_i64 cols,
+                                     float* restrict dst, fpc_i64 ldd) {
+  fpc_i64 j0 = 0;
+#if defined(__AVX512F__)
+  for (; j0 + 16 <= rows; j0 += 16) {
+    fpc_i64 t0 = 0;
+    for (; t0 + 16 <= cols; t0 += 16) {
+      __m512 r[16], u[16];
+      int i;
+      for (i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (j0 + i) * lds + t0);
+      for (i = 0; i < 16; i += 2) {
+        u[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        u[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i]), _mm512_castps_pd(u[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i]), _mm512_castps_pd(u[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i + 1]), _mm512_castps_pd(u[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i + 1]), _mm512_castps_pd(u[i + 3])));
+      }
+      for (i = 0; i < 4; ++i) {
+        u[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        u[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        u[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        u[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+      }
+      for (i = 0; i < 4; ++i) {
+        r[i] = _mm512_shuffle_f32x4(u[i], u[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(u[i], u[i + 8], 0xdd);
+        r[i + 4] = _mm512_shuffle_f32x4(u[i + 4], u[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_f32x4(u[i + 4], u[i + 12], 0xdd);
+      }
+      for (i = 0; i < 16; ++i) _mm512_storeu_ps(dst + (t0 + i) * ldd + j0, r[i]);
+    }
+    for (; t0 < cols; ++t0)
+      for (fpc_i64 j = j0; j < j0 + 16; ++j) dst[t0 * ldd + j] = src[j * lds + t0];
+  }
+#endif
+  for (; j0 < rows; ++j0)
+    for (fpc_i64 t = 0; t < cols; ++t) dst[t * ldd + j0] = src[j0 * lds + t];
+}
 static inline fpc_i32 fpx_i32_max(fpc_i32 a, fpc_i32 b) { return a > b ? a : b; }
 static inline fpc_i32 fpx_i32_min(fpc_i32 a, fpc_i32 b) { return a < b ? a : b; }
 
@@ -183,7 +228,8 @@ class CGenerator {
     o += fmt::format("/* flashproof compiled C: routine '{}' (exec/c_codegen.cpp). */\n",
                      sanitize_comment(plan_.placed.name));
     o += "#ifndef _GNU_SOURCE\n#define _GNU_SOURCE\n#endif\n#include <stdint.h>\n#include <stdlib.h>\n"
-         "#include <string.h>\n#include <math.h>\n#include <sys/mman.h>\n\n";
+         "#include <string.h>\n#include <math.h>\n#include <sys/mman.h>\n"
+         "#if defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n\n";
     o += numerics_c_text();
     o += kPrelude;
     o += "\n";
@@ -948,6 +994,10 @@ class CGenerator {
       return;
     }
     const int width = std::string(ct) == "double" ? 8 : 16;
+    if (order_free_rows(shape, w)) {
+      em_.close();
+      return;
+    }
     if (!row && rows_in_panels(shape, w, lane, outer, width)) {
       em_.close();
       return;
@@ -1052,6 +1102,131 @@ class CGenerator {
     em_.close();
   }
 
+  // Order-free row reductions (a row max or min: `W[J] = max(W[J], x)` or `min`, at f32 or f64, one
+  // reduced loop along which every operand is contiguous or invariant, x not reading W directly or
+  // through a replay): max and min select one of their operands, and on non-NaN values they are
+  // the maximum (minimum) of a total order in which -0 < +0 (core/numerics_c.h fpc_fmax_nan: a tie
+  // of equal values returns the one with the sign bit clear for max, set for min), so their result
+  // over a set of values is the same in any order and any grouping. So each cell runs its reduced
+  // loop along the row, contiguous, vectorized: kOrderFreeLanes partial results (lane j sees the
+  // iterations j, j + kOrderFreeLanes, ... in order, starting from -inf for max, +inf for min: the
+  // identities of the order), combined with the cell's initial value. A NaN anywhere makes the
+  // combination NaN; then the cell is recomputed in the original order, so even which NaN it holds is
+  // the sequential loop's. Not for sums (their rounding depends on the order), not at f16/bf16.
+  static constexpr int kOrderFreeLanes = 64;
+  bool order_free_rows(const NestShape& shape, const Node& w) {
+    if (shape.reduced.size() != 1 || (w.prec != Prec::F32 && w.prec != Prec::F64)) return false;
+    const Stmt& set = *shape.nest.set;
+    const Expr& v = *set.value;
+    if (v.kind != ExprKind::Binary || (v.binop() != BinOp::Max && v.binop() != BinOp::Min) || v.prec != w.prec)
+      return false;
+    auto is_cell = [&](const ExprP& a) {
+      return a->kind == ExprKind::Get && a->name == w.name && a->indices == set.indices;
+    };
+    if (is_cell(v.args[0]) == is_cell(v.args[1])) return false;
+    const ExprP& x = is_cell(v.args[0]) ? v.args[1] : v.args[0];
+    const Stmt* red = shape.reduced[0];
+    if (red->to - red->from + 1 < kOrderFreeLanes) return false;
+    bool ok = true;
+    for_each_expr(x, [&](const Expr& e) {
+      if (e.kind == ExprKind::GetLocal) ok = false;
+      if (e.kind != ExprKind::Get) return;
+      if (e.name == w.name) ok = false;
+      if (plan_.is_virtual(e.name) && plan_.replay_reads(e.name).count(w.name) > 0) ok = false;
+      const std::int64_t st = flat_coefficient(plan_.node(e.name), e.indices, red->sym);
+      if (st != 0 && st != 1) ok = false;
+    });
+    if (!ok) return false;
+    const bool max = v.binop() == BinOp::Max;
+    const bool f32 = w.prec == Prec::F32;
+    const char* ct = codegen::ctype(w.prec, Dialect::C);
+    const std::string ident = fmt::format("({}{})", max ? "-" : "", f32 ? "FPX_INFF" : "FPX_INF");
+    const std::string combine =
+        fmt::format("fpc_f{}{}_nan", max ? "max" : "min", f32 ? "f" : "");
+    const std::int64_t extent = red->to - red->from + 1;
+    if (opts_.parallel && codegen::trip_count(shape.target) >= 2)
+      em_.line(pragma(static_cast<int>(shape.target.size())));
+    for (std::size_t i = 0; i + 1 < shape.target.size(); ++i) em_.line(em_.loop_header(*shape.target[i]));
+    if (shape.target.empty()) em_.open("");
+    else em_.open(em_.loop_header(*shape.target.back()));
+    em_.line(fmt::format("/* order-free row reduction: {} lanes along the row, NaN rows redone in order */",
+                         kOrderFreeLanes));
+    const Aff cell = em_.offset(w, set.indices);
+    const std::string init = em_.fresh("init"), pv = em_.fresh("pv"), c0 = em_.fresh("c"), r = em_.fresh("r");
+    em_.line(fmt::format("const {} {} = {};", ct, init, em_.load(w, cell)));
+    em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", ct, pv, kOrderFreeLanes));
+    // One step of the original expression with the cell replaced by `acc`, the reduced symbol at `at`.
+    auto step = [&](const std::string& acc, const Aff& at) {
+      em_.bind_sym(red->sym, at);
+      em_.push_scope();
+      em_.substitute(w.name, acc);
+      em_.line(fmt::format("{} = {};", acc, em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
+      em_.unsubstitute(w.name);
+      em_.pop_scope();
+      em_.unbind_sym(red->sym);
+    };
+    {
+      const std::string j = em_.fresh("j");
+      em_.line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", j, kOrderFreeLanes, pv, ident));
+    }
+    em_.line(fmt::format("fpc_i64 {} = 0;", c0));
+    em_.open(fmt::format("for (; {0} + {1} <= {2}LL; {0} += {1})", c0, kOrderFreeLanes, extent));
+    {
+      const std::string j = em_.fresh("j");
+      if (opts_.parallel) em_.line("#pragma omp simd");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, kOrderFreeLanes));
+      step(fmt::format("{}[{}]", pv, j), Aff{{{c0, 1}, {j, 1}}, red->from});
+      em_.close();
+    }
+    em_.close();
+    {
+      const std::string j = em_.fresh("j");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {1} + {0} < {2}LL; ++{0})", j, c0, extent));
+      step(fmt::format("{}[{}]", pv, j), Aff{{{c0, 1}, {j, 1}}, red->from});
+      em_.close();
+    }
+    em_.line(fmt::format("{} {} = {};", ct, r, init));
+    {
+      const std::string j = em_.fresh("j");
+      em_.line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {3}({2}, {4}[{0}]);", j, kOrderFreeLanes, r,
+                           combine, pv));
+    }
+    em_.open(fmt::format("if ({0} != {0})", r));
+    em_.line(fmt::format("{} = {};", r, init));
+    {
+      const std::string tq = em_.fresh("tq");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", tq, extent));
+      step(r, Aff{{{tq, 1}}, red->from});
+      em_.close();
+    }
+    em_.close();
+    em_.line(em_.store(w, cell, r));
+    em_.close();
+    for (std::size_t i = shape.target.size(); i-- > 0;) em_.unbind_sym(shape.target[i]->sym);
+    return true;
+  }
+
+  // A panel operand that is a direct read of a stored f32 node (a row of it contiguous along the
+  // reduced loop, the rows `lds` apart) is copied by fpx_transpose_f32 (16 x 16 blocks transposed in
+  // registers) instead of a loop of strided stores: the same copy. Returns false, emitting nothing,
+  // for any other operand.
+  bool transposing_copy(const Expr* g, const std::string& panel, const Stmt* lane, const Stmt* red, int block,
+                        const std::string& nl, const std::string& c0, const std::string& cn) {
+    if (g->kind != ExprKind::Get || plan_.is_virtual(g->name)) return false;
+    const Node& x = plan_.node(g->name);
+    if (x.prec != Prec::F32) return false;
+    const std::int64_t lds = flat_coefficient(x, g->indices, lane->sym);
+    if (lds <= 1 || flat_coefficient(x, g->indices, red->sym) != 1) return false;
+    em_.bind_sym(lane->sym, Aff{{{lane_block_, block}}, lane->from});
+    em_.bind_sym(red->sym, Aff{{{c0, 1}}, red->from});
+    const Aff at = em_.offset(x, g->indices);
+    em_.unbind_sym(red->sym);
+    em_.unbind_sym(lane->sym);
+    em_.line(fmt::format("fpx_transpose_f32({} + {}, {}LL, {}, {}, {}, {});", em_.buffer(x.name), at.str(), lds,
+                         nl, cn, panel, block));
+    return true;
+  }
+
   // Row reductions (one target loop, e.g. a row max or sum `m[s] = max(m[s], x[s, t])`): the lanes
   // are rows, so an operand read along the rows (stride 1 in the one reduced loop, another stride
   // across the lanes) would be a gather per iteration, `lanes` lines at once, all in one cache set
@@ -1107,6 +1282,7 @@ class CGenerator {
       em_.line(
           fmt::format("const fpc_i64 {0} = {1}LL - {2} < {3} ? {1}LL - {2} : {3};", cn, extent, c0, chunk));
       for (const Expr* g : panel) {
+        if (transposing_copy(g, tiles[g], lane, red, block, nl, c0, cn)) continue;
         const std::string j = em_.fresh("j"), tt = em_.fresh("tt");
         em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
         em_.bind_sym(lane->sym, Aff{{{lane_block_, block}, {j, 1}}, lane->from});

@@ -519,7 +519,8 @@ TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
   std::vector<Case> cases;
   for (const std::string prec : {"f32", "f64", "f16", "bf16"}) {
     const bool wide = prec == "f32" || prec == "f64";
-    cases.push_back({prec + " max of a replayed operand", routine(prec, "max", "sc[s, t]"), true, wide});
+    // A max at f32/f64 is an order-free row reduction instead (OrderFreeRowReductions... below).
+    cases.push_back({prec + " max of a replayed operand", routine(prec, "max", "sc[s, t]"), !wide, false});
     cases.push_back({prec + " sum of a direct operand", routine(prec, "add", "x[s, t]"), true, wide});
   }
   cases.push_back({"operand contiguous across rows", routine("f32", "max", "xt[t, s]"), false, false});
@@ -543,6 +544,96 @@ TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
     in.at("x").data[66 * 300 + 257] = INFINITY;
     in.at("x").data[67 * 300 + 0] = -0.0;
     EXPECT_TRUE(bitwise_equal(interpret(rs[i == 2 ? 4 : i], in), progs[i]->run(in))) << i;
+  }
+}
+
+// Order-free row reductions (exec/c_codegen.cpp order_free_rows): a row max or min at f32/f64 whose
+// operand is contiguous along the reduced loop runs along the row in partial maxima; nothing else
+// does — not a sum (its order matters), not a max whose operand reads the cell, not f16/bf16, not an
+// operand strided along the reduced loop, not a row shorter than the partials. Bitwise, with extents
+// that are multiples of no lane width, on rows of NaN (two of them, of different signs), ±inf, all
+// -inf, all -0, and -0 mixed with +0.
+TEST(ExecC, OrderFreeRowReductionsOnlyForMaxAndMinAndStayBitwise) {
+  auto routine = [](const std::string& prec, std::int64_t n, const std::string& value) {
+    return parse_checked(fmt::format(R"(routine rows {{
+  node x : {0}[70, {1}] materialized input
+  node xt : {0}[{1}, 70] materialized input
+  node sc : {0}[70, {1}] materialized
+  node m : {0}[70] materialized output
+  for s in 0..69 {{
+    for t in 0..{2} {{
+      sc[s, t] = mul.{0}(x[s, t], 0.125:{0})
+    }}
+  }}
+  for s in 0..69 {{
+    m[s] = mul.{0}(xt[0, s], 0.5:{0})
+  }}
+  for s in 0..69 {{
+    for t in 0..{2} {{
+      m[s] = {3}
+    }}
+  }}
+}})",
+                                     prec, n, n - 1, value));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool order_free;
+  };
+  std::vector<Case> cases;
+  for (const std::string p : {"f32", "f64"}) {
+    cases.push_back({p + " max of a replayed operand", routine(p, 300, "max." + p + "(m[s], sc[s, t])"), true});
+    cases.push_back({p + " min, the cell second", routine(p, 131, "min." + p + "(x[s, t], m[s])"), true});
+    cases.push_back({p + " max of a computed operand",
+                     routine(p, 77, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], xt[3, s]))", p)), true});
+    cases.push_back({p + " sum", routine(p, 300, "add." + p + "(m[s], x[s, t])"), false});
+    cases.push_back({p + " max reading the cell in its operand",
+                     routine(p, 300, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], m[s]))", p)), false});
+    cases.push_back({p + " max of a max of the cell",
+                     routine(p, 300, fmt::format("max.{0}(max.{0}(m[s], x[s, t]), 1:{0})", p)), false});
+    cases.push_back({p + " strided along the row", routine(p, 300, "max." + p + "(m[s], xt[t, s])"), false});
+    cases.push_back({p + " shorter than the partials", routine(p, 40, "max." + p + "(m[s], x[s, t])"), false});
+  }
+  cases.push_back({"f16 max", routine("f16", 300, "max.f16(m[s], x[s, t])"), false});
+  cases.push_back({"bf16 min", routine("bf16", 300, "min.bf16(m[s], x[s, t])"), false});
+  const std::regex order_free(R"(order-free row reduction)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, order_free), c.order_free) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  std::vector<Routine> chosen;
+  std::vector<std::string> chosen_names;
+  for (const Case& c : cases)
+    if (c.order_free) {
+      chosen.push_back(c.r);
+      chosen_names.push_back(c.name);
+    }
+  auto progs = compile_c_batch(chosen, test_options());
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    TensorMap in = random_inputs(chosen[i], 11);
+    Tensor& x = in.at("x");
+    const std::size_t n = x.data.size() / 70;
+    auto row = [&](std::size_t s) { return x.data.begin() + static_cast<std::ptrdiff_t>(s * n); };
+    std::fill(row(3), row(4), -INFINITY);                  // all -inf
+    std::fill(row(4), row(5), -0.0);                       // all -0
+    std::fill(row(5), row(6), 0.0);                        // -0 and +0 mixed
+    for (std::size_t t = 0; t < n; t += 3) row(5)[static_cast<std::ptrdiff_t>(t)] = -0.0;
+    row(6)[static_cast<std::ptrdiff_t>(n - 1)] = NAN;      // NaN in the tail
+    row(7)[5] = -NAN;                                      // two NaNs of different signs
+    row(7)[static_cast<std::ptrdiff_t>(n - 2)] = NAN;
+    row(8)[70] = INFINITY;
+    row(9)[1] = -INFINITY;
+    row(10)[64] = INFINITY;
+    row(10)[65] = -INFINITY;
+    in.at("xt").data[11] = NAN;                            // a NaN initial value (m[11])
+    in.at("xt").data[12] = -0.0;                           // a -0 initial value
+    EXPECT_TRUE(bitwise_equal(interpret(chosen[i], in), progs[i]->run(in))) << chosen_names[i];
   }
 }
 
