@@ -333,6 +333,11 @@ class CGenerator {
   void position(const Stmt& s) {
     const int p = plan_.position_of(&s);
     FP_INTERNAL_CHECK(p >= 0, "top-level statement not in the plan");
+    if (fused_.count(p)) {
+      // Ran inside an earlier row reduction (row_fusion): its buffers were allocated there.
+      release(plan_.ending_at(p));
+      return;
+    }
     allocate(plan_.starting_at(p));
     std::vector<int> stack;
     for (int i : plan_.starting_at(p))
@@ -348,8 +353,26 @@ class CGenerator {
       }
     }
     if (!plan_.replayed[static_cast<std::size_t>(p)]) {
-      em_.line(fmt::format("/* statement {} */", p + 1));
+      std::optional<RowFusion> fusion = stack.empty() ? row_fusion(p) : std::nullopt;
+      if (fusion) {
+        allocate(plan_.starting_at(fusion->position));
+        em_.line(fmt::format("/* statement {} (statement {} fused into its rows) */", p + 1, fusion->position + 1));
+        epilogue_ = fusion;
+        epilogue_used_ = false;
+      } else {
+        em_.line(fmt::format("/* statement {} */", p + 1));
+      }
       top_statement(s);
+      if (fusion) {
+        const bool used = epilogue_used_;
+        epilogue_.reset();
+        if (!used) {
+          // The reduction took another schedule: the pointwise statement runs on its own, right after.
+          em_.line(fmt::format("/* statement {} */", fusion->position + 1));
+          top_statement(*plan_.top[static_cast<std::size_t>(fusion->position)]);
+        }
+        fused_.insert(fusion->position);
+      }
     }
     if (!stack.empty()) {
       for (int i : stack)
@@ -1102,6 +1125,168 @@ class CGenerator {
     em_.close();
   }
 
+  // ---- row fusion: a row reduction and the pointwise statement that consumes its rows ---------
+  // A row reduction R (a reduction nest with one reduced loop, storing W) followed — with only
+  // replayed definitions in between — by a pointwise nest P (NestShape without reduced loops and
+  // without a self read) that reads W, directly or through pointwise replays, only at "its row":
+  // every W axis R indexes with a target loop T, P indexes with a plain iterator of one P loop L of
+  // T's range (the same L for every read), every fixed axis at the same constant. Then P's cells
+  // for the rows of W that R has finished read only final values (R writes nothing else; P writes a
+  // node R does not read, directly or through replays), and each P cell is still computed once, by
+  // the same expression: P may run row by row right after R finishes each row (the row's data still
+  // in cache) instead of in a pass of its own. R's schedules that finish rows one (order_free_rows)
+  // or one block (rows_in_panels) at a time call row_epilogue(); any other runs P right after R.
+  // Memory: nothing is released between R and P (else declined), so allocating P's buffers before
+  // R keeps every live set within P's, and the measured peak is still the report's.
+  struct RowFusion {
+    int position = -1;                            // P's top-level position
+    std::string w;                                // R's stored node
+    std::vector<Index> w_indices;                 // R's store indices (in R's target symbols)
+    NestShape p;                                  // P's shape
+    std::vector<std::pair<std::string, std::string>> rows;  // (T's symbol, L's symbol)
+  };
+
+  std::optional<RowFusion> row_fusion(int p) {
+    if (!opts_.jam) return std::nullopt;
+    const std::optional<NestShape> r = nest_shape(*plan_.top[static_cast<std::size_t>(p)]);
+    if (!r || r->reduced.size() != 1 || !plan_.ending_at(p).empty()) return std::nullopt;
+    std::size_t q = static_cast<std::size_t>(p) + 1;
+    for (; q < plan_.top.size() && plan_.replayed[q]; ++q)
+      if (!plan_.starting_at(static_cast<int>(q)).empty() || !plan_.ending_at(static_cast<int>(q)).empty())
+        return std::nullopt;
+    if (q >= plan_.top.size()) return std::nullopt;
+    for (int i : plan_.starting_at(static_cast<int>(q)))
+      if (stack_buffer(i)) return std::nullopt;
+    std::optional<NestShape> pw = nest_shape(*plan_.top[q]);
+    if (!pw || !pw->reduced.empty() || pw->self_read) return std::nullopt;
+    const std::string& wr = r->nest.set->name;
+    const std::string& wp = pw->nest.set->name;
+    if (wp == wr || plan_.is_virtual(wp)) return std::nullopt;
+    bool ok = true;
+    for_each_expr(r->nest.set->value, [&](const Expr& x) {
+      if (x.kind == ExprKind::Get && (x.name == wp || (plan_.is_virtual(x.name) && plan_.replay_reads(x.name).count(wp))))
+        ok = false;
+    });
+    if (!ok) return std::nullopt;
+    RowFusion f;
+    f.position = static_cast<int>(q);
+    f.p = *pw;
+    f.w = wr;
+    f.w_indices = r->nest.set->indices;
+    std::map<std::string, const Stmt*> r_target, p_loops;
+    for (const Stmt* t : r->target) r_target[t->sym] = t;
+    for (const Stmt* l : pw->nest.loops) p_loops[l->sym] = l;
+    std::map<std::string, std::string> t_to_l;
+    int reads = 0;
+    // A read of W in P (indices already in P's symbols) must be at P's row.
+    auto at_row = [&](const std::vector<Index>& idx) {
+      const std::vector<Index>& ri = r->nest.set->indices;
+      if (idx.size() != ri.size()) return false;
+      for (std::size_t a = 0; a < ri.size(); ++a) {
+        const Index want = ri[a].canonical(), got = idx[a].canonical();
+        if (want.is_fixed()) {
+          if (!(got == want)) return false;
+          continue;
+        }
+        if (!want.is_plain_iterator() || !got.is_plain_iterator()) return false;
+        auto t = r_target.find(want.terms[0].sym);
+        auto l = p_loops.find(got.terms[0].sym);
+        if (t == r_target.end() || l == p_loops.end()) return false;
+        if (t->second->from != l->second->from || t->second->to != l->second->to) return false;
+        auto [it, fresh] = t_to_l.emplace(t->first, l->first);
+        if (!fresh && it->second != l->first) return false;
+      }
+      return true;
+    };
+    std::function<bool(const ExprP&, const std::map<std::string, Index>&)> scan =
+        [&](const ExprP& e, const std::map<std::string, Index>& sub) -> bool {
+      if (!e) return true;
+      if (e->kind == ExprKind::GetLocal) return false;
+      if (e->kind == ExprKind::Get) {
+        std::vector<Index> idx;
+        for (const Index& i : e->indices) idx.push_back(substituted(i, sub));
+        if (e->name == wr) {
+          ++reads;
+          if (!at_row(idx)) return false;
+        } else if (e->name == wp) {
+          return false;
+        } else if (plan_.is_virtual(e->name) &&
+                   (plan_.replay_reads(e->name).count(wr) || plan_.replay_reads(e->name).count(wp))) {
+          const VirtualDef& d = plan_.virtuals.at(e->name);
+          if (d.kind != VirtualDef::Kind::Pointwise) return false;
+          std::map<std::string, Index> inner;
+          for (std::size_t a = 0; a < d.nest.set->indices.size(); ++a) {
+            const Index di = d.nest.set->indices[a].canonical();
+            if (!di.is_plain_iterator() || inner.count(di.terms[0].sym)) return false;
+            inner[di.terms[0].sym] = idx[a];
+          }
+          if (!scan(d.nest.set->value, inner)) return false;
+        }
+      }
+      for (const auto& a : e->args)
+        if (!scan(a, sub)) return false;
+      return true;
+    };
+    std::map<std::string, Index> none;
+    for (const Stmt* l : pw->nest.loops) none[l->sym] = Index::iter(l->sym);
+    if (!scan(pw->nest.set->value, none) || reads == 0 || t_to_l.size() != r_target.size())
+      return std::nullopt;
+    for (const auto& [t, l] : t_to_l) f.rows.emplace_back(t, l);
+    return f;
+  }
+
+  // `i` with each symbol replaced by its index in `sub` (symbols not in `sub` kept).
+  static Index substituted(const Index& i, const std::map<std::string, Index>& sub) {
+    Index out;
+    out.offset = i.offset;
+    for (const auto& t : i.terms) {
+      auto it = sub.find(t.sym);
+      if (it == sub.end()) {
+        out.terms.push_back(t);
+        continue;
+      }
+      out.offset += t.coef * it->second.offset;
+      for (const auto& u : it->second.terms) out.terms.push_back({t.coef * u.coef, u.sym});
+    }
+    return out.canonical();
+  }
+
+  // P for the rows whose R target symbols are bound now: P's row loops bound to them, its other
+  // loops around its store (omp simd on the innermost).
+  void row_epilogue() {
+    const RowFusion& f = *epilogue_;
+    epilogue_used_ = true;
+    std::set<std::string> bound;
+    for (const auto& [t, l] : f.rows) {
+      em_.bind_sym(l, em_.index_aff(Index::iter(t)));
+      bound.insert(l);
+    }
+    std::vector<const Stmt*> free;
+    for (const Stmt* l : f.p.nest.loops)
+      if (!bound.count(l->sym)) free.push_back(l);
+    em_.open("");
+    em_.push_scope();
+    // The row's result in a scalar (a load inside the loop kept GCC from vectorizing its exp).
+    const Node& w = plan_.node(f.w);
+    const std::string rv = em_.fresh("rv");
+    em_.line(fmt::format("const {} {} = {};", codegen::ctype(w.prec, Dialect::C), rv,
+                         em_.load(w, em_.offset(w, f.w_indices))));
+    em_.pin_node(w.name, rv);
+    for (std::size_t i = 0; i < free.size(); ++i) {
+      if (i + 1 == free.size() && opts_.parallel) em_.line("#pragma omp simd");
+      em_.open(em_.loop_header(*free[i]));
+    }
+    em_.stmt(*f.p.nest.set);
+    for (std::size_t i = free.size(); i-- > 0;) {
+      em_.close();
+      em_.unbind_sym(free[i]->sym);
+    }
+    em_.unpin_node(w.name);
+    em_.pop_scope();
+    em_.close();
+    for (const auto& [t, l] : f.rows) em_.unbind_sym(l);
+  }
+
   // Order-free row reductions (a row max or min: `W[J] = max(W[J], x)` or `min`, at f32 or f64, one
   // reduced loop along which every operand is contiguous or invariant, x not reading W directly or
   // through a replay): max and min select one of their operands, and on non-NaN values they are
@@ -1201,6 +1386,7 @@ class CGenerator {
     }
     em_.close();
     em_.line(em_.store(w, cell, r));
+    if (epilogue_) row_epilogue();  // the row is final: the fused pointwise statement for it
     em_.close();
     for (std::size_t i = shape.target.size(); i-- > 0;) em_.unbind_sym(shape.target[i]->sym);
     return true;
@@ -1359,6 +1545,15 @@ class CGenerator {
         em_.close();
       }
       em_.close();
+      if (epilogue_) {
+        // The block's rows are final: the fused pointwise statement for each of them.
+        const std::string j = em_.fresh("j");
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
+        em_.bind_sym(lane->sym, Aff{{{lane_block_, block}, {j, 1}}, lane->from});
+        row_epilogue();
+        em_.unbind_sym(lane->sym);
+        em_.close();
+      }
     });
     for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
     return true;
@@ -1644,6 +1839,9 @@ class CGenerator {
   std::string panel_t0_;                      // the innermost panel loop's chunk start
   std::set<std::string> band_writes_;         // nodes the current lane band writes (never panelled)
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
+  std::optional<RowFusion> epilogue_;         // the pointwise statement to run per finished row
+  bool epilogue_used_ = false;                // row_epilogue() emitted epilogue_
+  std::set<int> fused_;                       // positions already run inside a row reduction
   std::map<const Expr*, std::string> tiles_;  // packed reads of the current block
   std::vector<std::pair<const Expr*, std::string>> invariants_;  // hoisted expressions -> their arrays
 };

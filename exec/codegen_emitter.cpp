@@ -413,6 +413,7 @@ std::string Emitter::expr(const ExprP& ep) {
   if (auto r = expr_subst_.find(&e); r != expr_subst_.end()) return r->second;
   switch (e.kind) {
     case ExprKind::Get: {
+      if (auto pin = pinned_.find(e.name); pin != pinned_.end()) return pin->second;
       auto s = subst_.find(e.name);
       if (s != subst_.end()) return s->second;
       const Node& n = plan_.node(e.name);
