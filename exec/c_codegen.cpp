@@ -352,7 +352,12 @@ class CGenerator {
         em_.line(fmt::format("fpx_account(ctx, {}LL);", em_.node_bytes(n)));
       }
     }
-    if (!plan_.replayed[static_cast<std::size_t>(p)]) {
+    if (!plan_.replayed[static_cast<std::size_t>(p)] && s.kind == StmtKind::Zero && zero_taken_by_next(p)) {
+      em_.line(fmt::format("/* statement {}: zero {} — its cells start at +0 in the next statement */", p + 1,
+                           sanitize_comment(s.name)));
+      pending_zero_ = s.name;
+    } else if (!plan_.replayed[static_cast<std::size_t>(p)]) {
+      emit_pending_zero(s);
       std::optional<RowFusion> fusion = stack.empty() ? row_fusion(p) : std::nullopt;
       if (fusion) {
         allocate(plan_.starting_at(fusion->position));
@@ -363,6 +368,7 @@ class CGenerator {
         em_.line(fmt::format("/* statement {} */", p + 1));
       }
       top_statement(s);
+      zero_start_ = false;
       if (fusion) {
         const bool used = epilogue_used_;
         epilogue_.reset();
@@ -987,6 +993,10 @@ class CGenerator {
   void reduction_nest(const NestShape& shape) {
     const Stmt& set = *shape.nest.set;
     const Node& w = plan_.node(set.name);
+    // A deferred `zero w` (zero_taken_by_next): the schedules that visit each cell once start its
+    // accumulator at +0; the others zero the buffer first.
+    zero_start_ = pending_zero_ == w.name;
+    pending_zero_.clear();
     auto extent = [](const Stmt* l) { return l->to - l->from + 1; };
     // The lane loop: unit stride in w, else the largest extent.
     const Stmt* lane = nullptr;
@@ -1007,6 +1017,7 @@ class CGenerator {
     em_.open("");
     if (!lane) {
       // Every target loop has one iteration (or there are none): one cell at a time.
+      zero_now(w);
       for (const Stmt* l : outer) em_.open(em_.loop_header(*l));
       em_.reduce_cell_in_scalar(shape);
       for (std::size_t i = outer.size(); i-- > 0;) {
@@ -1123,6 +1134,54 @@ class CGenerator {
       }
     }
     em_.close();
+  }
+
+  // ---- a zero folded into the accumulation that follows it -----------------------------------
+  // `zero W` followed (only replayed definitions in between) by a reduction nest that stores every
+  // cell of W (each axis a target loop over the whole dimension, or a fixed 0 of a dimension of 1):
+  // the memset is deferred to that nest (pending_zero_), whose schedules that load each cell once
+  // (lanes, order_free_rows) start the cell at the literal +0 the buffer would hold — the same value
+  // — and never read the buffer's old contents; the schedules that reload cells (rows in panels, a
+  // single cell) run the memset first (zero_now). Saves a write and a read of W per run (the score
+  // matrix of attention).
+  bool zero_taken_by_next(int p) const {
+    if (!opts_.jam) return false;
+    const Stmt& z = *plan_.top[static_cast<std::size_t>(p)];
+    if (plan_.is_virtual(z.name)) return false;
+    std::size_t q = static_cast<std::size_t>(p) + 1;
+    while (q < plan_.top.size() && plan_.replayed[q]) ++q;
+    if (q >= plan_.top.size()) return false;
+    const std::optional<NestShape> shape = nest_shape(*plan_.top[q]);
+    if (!shape || shape->reduced.empty() || shape->nest.set->name != z.name) return false;
+    const Node& w = plan_.node(z.name);
+    const std::vector<Index>& idx = shape->nest.set->indices;
+    for (std::size_t a = 0; a < w.dims.size(); ++a) {
+      const Index i = idx[a].canonical();
+      if (i.is_fixed()) {
+        if (w.dims[a] != 1 || i.offset != 0) return false;
+        continue;
+      }
+      if (!i.is_plain_iterator()) return false;
+      bool full = false;
+      for (const Stmt* t : shape->target)
+        if (t->sym == i.terms[0].sym && t->from == 0 && t->to == w.dims[a] - 1) full = true;
+      if (!full) return false;
+    }
+    return true;
+  }
+  // Before a statement that is not the reduction nest taking a deferred zero: the memset now.
+  void emit_pending_zero(const Stmt& s) {
+    if (pending_zero_.empty()) return;
+    const std::optional<NestShape> shape = nest_shape(s);
+    if (shape && opts_.jam && !shape->reduced.empty() && shape->nest.set->name == pending_zero_) return;
+    em_.zero_node(plan_.node(pending_zero_));
+    pending_zero_.clear();
+  }
+  // In a schedule that reads W's cells from the buffer: the deferred zero as a memset.
+  void zero_now(const Node& w) {
+    if (!zero_start_) return;
+    em_.zero_node(w);
+    zero_start_ = false;
   }
 
   // ---- row fusion: a row reduction and the pointwise statement that consumes its rows ---------
@@ -1338,7 +1397,7 @@ class CGenerator {
                          kOrderFreeLanes));
     const Aff cell = em_.offset(w, set.indices);
     const std::string init = em_.fresh("init"), pv = em_.fresh("pv"), c0 = em_.fresh("c"), r = em_.fresh("r");
-    em_.line(fmt::format("const {} {} = {};", ct, init, em_.load(w, cell)));
+    em_.line(fmt::format("const {} {} = {};", ct, init, zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, cell)));
     em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", ct, pv, kOrderFreeLanes));
     // One step of the original expression with the cell replaced by `acc`, the reduced symbol at `at`.
     auto step = [&](const std::string& acc, const Aff& at) {
@@ -1453,6 +1512,7 @@ class CGenerator {
     const std::int64_t chunk = std::clamp<std::int64_t>(
         std::min<std::int64_t>(opts_.stack_limit, 16 * 1024) / (cells * block), 8, 256);
     const std::int64_t lane_blocks = (lane->to - lane->from + 1 + block - 1) / block;
+    zero_now(w);  // the cells are reloaded per chunk: the buffer holds the zeros
     if (opts_.parallel && saturating_mul(codegen::trip_count(outer), lane_blocks) >= 2)
       em_.line(pragma(static_cast<int>(outer.size()) + 1));
     for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
@@ -1675,7 +1735,8 @@ class CGenerator {
         bind_row(k);
         acc.push_back(em_.fresh("a"));
         offs.push_back(em_.offset(w, set.indices));
-        em_.line(fmt::format("{} {} = {};", ct, acc.back(), em_.load(w, offs.back())));
+        em_.line(fmt::format("{} {} = {};", ct, acc.back(),
+                             zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, offs.back())));
       }
     }
     for (const Stmt* r : shape.reduced) {
@@ -1841,6 +1902,8 @@ class CGenerator {
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
   std::optional<RowFusion> epilogue_;         // the pointwise statement to run per finished row
   bool epilogue_used_ = false;                // row_epilogue() emitted epilogue_
+  std::string pending_zero_;                  // a `zero` deferred to the next statement
+  bool zero_start_ = false;                   // reduction_nest: cells start at +0, not loaded
   std::set<int> fused_;                       // positions already run inside a row reduction
   std::map<const Expr*, std::string> tiles_;  // packed reads of the current block
   std::vector<std::pair<const Expr*, std::string>> invariants_;  // hoisted expressions -> their arrays

@@ -729,6 +729,81 @@ TEST(ExecC, RowFusionOnlyWhereEveryReadIsAtTheFinishedRowAndStaysBitwise) {
   }
 }
 
+// A `zero W` folded into the reduction nest that follows it (exec/c_codegen.cpp
+// zero_taken_by_next): only when the nest stores every cell of W; the schedules that load each cell
+// once start it at +0 (no memset), those that reload cells (rows in panels) run the memset first.
+// Bitwise at every precision with NaN and ±inf operands, and a buffer whose old contents (a pooled
+// buffer, a second run) would show if a cell were skipped.
+TEST(ExecC, ZeroFoldedIntoAFullCoverAccumulationOnlyAndStaysBitwise) {
+  auto routine = [](const std::string& p, const std::string& loops, const std::string& store,
+                    const std::string& value, const std::string& close) {
+    return parse_checked(fmt::format(R"(routine zf {{
+  node x : {0}[13, 19] materialized input
+  node c : {0}[19, 70] materialized input
+  node y : {0}[13, 70] materialized output
+  node m : {0}[13] materialized output
+  for s in 0..12 {{
+    m[s] = 1:{0}
+  }}
+  zero {1}
+  {2}
+      {1}[{3}] = {4}
+  {5}
+}})",
+                                     p, store.substr(0, 1), loops, store.substr(2, store.size() - 3), value,
+                                     close));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool folded, memset;
+  };
+  std::vector<Case> cases;
+  for (const std::string p : {"f32", "f64", "f16", "bf16"}) {
+    cases.push_back({p + " contraction",
+                     routine(p, "for s in 0..12 { for e in 0..69 { for t in 0..18 {", "y[s, e]",
+                             fmt::format("add.{0}(y[s, e], mul.{0}(x[s, t], c[t, e]))", p), "} } }"),
+                     true, false});
+    cases.push_back({p + " row sum (rows in panels: memset kept)",
+                     routine(p, "for s in 0..12 { for t in 0..18 {", "m[s]",
+                             fmt::format("add.{0}(m[s], x[s, t])", p), "} }"),
+                     true, true});
+    cases.push_back({p + " sum of a row-invariant operand",
+                     routine(p, "for s in 0..12 { for t in 0..69 {", "m[s]",
+                             fmt::format("add.{0}(m[s], c[18, t])", p), "} }"),
+                     true, false});
+  }
+  cases.push_back({"row max", routine("f32", "for s in 0..12 { for t in 0..69 {", "m[s]",
+                                      "max.f32(m[s], mul.f32(c[3, t], x[s, 0]))", "} }"),
+                   true, false});
+  cases.push_back({"part of the rows", routine("f32", "for s in 0..10 { for e in 0..69 { for t in 0..18 {", "y[s, e]",
+                                               "add.f32(y[s, e], mul.f32(x[s, t], c[t, e]))", "} } }"),
+                   false, true});
+  cases.push_back({"a pointwise store next", routine("f32", "for s in 0..12 { for e in 0..69 {", "y[s, e]",
+                                                     "mul.f32(c[3, e], x[s, 0])", "} }"),
+                   false, true});
+  const std::regex folded(R"(start at \+0)"), memset_y(R"(memset\(n_[ym],)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, folded), c.folded) << c.name;
+    if (c.folded) EXPECT_EQ(std::regex_search(src, memset_y), c.memset) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  auto progs = compile_c_batch(rs, test_options());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    for (std::uint64_t seed : {31u, 32u}) {  // twice: the second run gets its buffers back from the pool
+      TensorMap in = random_inputs(rs[i], seed);
+      in.at("x").data[5] = NAN;
+      in.at("c").data[100] = INFINITY;
+      in.at("c").data[3 * 70 + 9] = -INFINITY;
+      EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in))) << names[i];
+    }
+  }
+}
+
 // Buffers of 1 MiB or more are pooled across runs (exec/c_codegen.cpp fpx_pool_*): a program run
 // again gets its released buffers back, so one whose first writer reads the initial zeros must be
 // zeroed again — two runs on different inputs, and a second program of the same shapes in the
