@@ -587,6 +587,11 @@ TEST(ExecC, OrderFreeRowReductionsOnlyForMaxAndMinAndStayBitwise) {
     cases.push_back({p + " min, the cell second", routine(p, 131, "min." + p + "(x[s, t], m[s])"), true});
     cases.push_back({p + " max of a computed operand",
                      routine(p, 77, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], xt[3, s]))", p)), true});
+    cases.push_back({p + " max of a causally masked operand",
+                     routine(p, 300,
+                             fmt::format("max.{0}(m[s], where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), x[s, t], -inf:{0}))",
+                                         p)),
+                     true});
     cases.push_back({p + " sum", routine(p, 300, "add." + p + "(m[s], x[s, t])"), false});
     cases.push_back({p + " max reading the cell in its operand",
                      routine(p, 300, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], m[s]))", p)), false});
