@@ -983,13 +983,16 @@ class CGenerator {
   //  - a "lane" target loop L (unit stride in the stored node when one has it) runs in blocks of
   //    16 (8 for double-carried values) as an `omp simd` loop around the reduced loops, each lane
   //    keeping its cell in a scalar (outer-loop vectorization);
-  //  - a second target loop U is unrolled by 4 inside the lanes (4 independent cells per lane:
+  //  - a second target loop U is unrolled by kRowUnroll = 6 (4 when its extent is 4 or 5) inside the
+  //    lanes (6 independent cells per lane; with 4 vectors of lanes 24 accumulators, the most that
+  //    stay in the 32 vector registers next to the operands — 8 rows spilled and were slower:
   //    latency hidden, operands invariant along U loaded once);
   //  - an operand read with a non-unit stride along L and not depending on U is packed once per
   //    L block into a stack tile (transposed: lanes contiguous) and reused for every U iteration;
   //  - the other target loops stay outside, and the outermost loops run in parallel.
   // Values are untouched: each cell's value is the same expression on the same operands in the
   // same order (packing copies values; lanes and rows are distinct cells).
+  static constexpr int kRowUnroll = 6;
   void reduction_nest(const NestShape& shape) {
     const Stmt& set = *shape.nest.set;
     const Node& w = plan_.node(set.name);
@@ -1036,7 +1039,7 @@ class CGenerator {
       em_.close();
       return;
     }
-    const int unroll = row && extent(row) >= 4 ? 4 : 1;
+    const int unroll = row && extent(row) >= kRowUnroll ? kRowUnroll : (row && extent(row) >= 4 ? 4 : 1);
     // Operands to pack: direct reads with a non-unit stride along the lane loop that do not depend
     // on the row loop, while the tile (lanes x reduced iterations) fits the stack budget.
     std::int64_t reduced_trips = codegen::trip_count(shape.reduced);
