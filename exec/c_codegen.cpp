@@ -361,7 +361,8 @@ class CGenerator {
       std::optional<RowFusion> fusion = stack.empty() ? row_fusion(p) : std::nullopt;
       if (fusion) {
         allocate(plan_.starting_at(fusion->position));
-        em_.line(fmt::format("/* statement {} (statement {} fused into its rows) */", p + 1, fusion->position + 1));
+        em_.line(fmt::format("/* statement {} (statement {} fused into its rows) */", p + 1,
+                             fusion->position + 1));
         epilogue_ = fusion;
         epilogue_used_ = false;
       } else {
@@ -1201,10 +1202,10 @@ class CGenerator {
   // Memory: nothing is released between R and P (else declined), so allocating P's buffers before
   // R keeps every live set within P's, and the measured peak is still the report's.
   struct RowFusion {
-    int position = -1;                            // P's top-level position
-    std::string w;                                // R's stored node
-    std::vector<Index> w_indices;                 // R's store indices (in R's target symbols)
-    NestShape p;                                  // P's shape
+    int position = -1;                                      // P's top-level position
+    std::string w;                                          // R's stored node
+    std::vector<Index> w_indices;                           // R's store indices (in R's target symbols)
+    NestShape p;                                            // P's shape
     std::vector<std::pair<std::string, std::string>> rows;  // (T's symbol, L's symbol)
   };
 
@@ -1226,7 +1227,8 @@ class CGenerator {
     if (wp == wr || plan_.is_virtual(wp)) return std::nullopt;
     bool ok = true;
     for_each_expr(r->nest.set->value, [&](const Expr& x) {
-      if (x.kind == ExprKind::Get && (x.name == wp || (plan_.is_virtual(x.name) && plan_.replay_reads(x.name).count(wp))))
+      if (x.kind == ExprKind::Get &&
+          (x.name == wp || (plan_.is_virtual(x.name) && plan_.replay_reads(x.name).count(wp))))
         ok = false;
     });
     if (!ok) return std::nullopt;
@@ -1365,7 +1367,8 @@ class CGenerator {
     if (shape.reduced.size() != 1 || (w.prec != Prec::F32 && w.prec != Prec::F64)) return false;
     const Stmt& set = *shape.nest.set;
     const Expr& v = *set.value;
-    if (v.kind != ExprKind::Binary || (v.binop() != BinOp::Max && v.binop() != BinOp::Min) || v.prec != w.prec)
+    if (v.kind != ExprKind::Binary || (v.binop() != BinOp::Max && v.binop() != BinOp::Min) ||
+        v.prec != w.prec)
       return false;
     auto is_cell = [&](const ExprP& a) {
       return a->kind == ExprKind::Get && a->name == w.name && a->indices == set.indices;
@@ -1388,19 +1391,21 @@ class CGenerator {
     const bool f32 = w.prec == Prec::F32;
     const char* ct = codegen::ctype(w.prec, Dialect::C);
     const std::string ident = fmt::format("({}{})", max ? "-" : "", f32 ? "FPX_INFF" : "FPX_INF");
-    const std::string combine =
-        fmt::format("fpc_f{}{}_nan", max ? "max" : "min", f32 ? "f" : "");
+    const std::string combine = fmt::format("fpc_f{}{}_nan", max ? "max" : "min", f32 ? "f" : "");
     const std::int64_t extent = red->to - red->from + 1;
     if (opts_.parallel && codegen::trip_count(shape.target) >= 2)
       em_.line(pragma(static_cast<int>(shape.target.size())));
     for (std::size_t i = 0; i + 1 < shape.target.size(); ++i) em_.line(em_.loop_header(*shape.target[i]));
-    if (shape.target.empty()) em_.open("");
-    else em_.open(em_.loop_header(*shape.target.back()));
+    if (shape.target.empty())
+      em_.open("");
+    else
+      em_.open(em_.loop_header(*shape.target.back()));
     em_.line(fmt::format("/* order-free row reduction: {} lanes along the row, NaN rows redone in order */",
                          kOrderFreeLanes));
     const Aff cell = em_.offset(w, set.indices);
     const std::string init = em_.fresh("init"), pv = em_.fresh("pv"), c0 = em_.fresh("c"), r = em_.fresh("r");
-    em_.line(fmt::format("const {} {} = {};", ct, init, zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, cell)));
+    em_.line(fmt::format("const {} {} = {};", ct, init,
+                         zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, cell)));
     em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", ct, pv, kOrderFreeLanes));
     // One step of the original expression with the cell replaced by `acc`, the reduced symbol at `at`.
     auto step = [&](const std::string& acc, const Aff& at) {
@@ -1414,7 +1419,8 @@ class CGenerator {
     };
     {
       const std::string j = em_.fresh("j");
-      em_.line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", j, kOrderFreeLanes, pv, ident));
+      em_.line(
+          fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", j, kOrderFreeLanes, pv, ident));
     }
     em_.line(fmt::format("fpc_i64 {} = 0;", c0));
     em_.open(fmt::format("for (; {0} + {1} <= {2}LL; {0} += {1})", c0, kOrderFreeLanes, extent));
@@ -1450,8 +1456,8 @@ class CGenerator {
     em_.line(fmt::format("{} {} = {};", ct, r, init));
     {
       const std::string j = em_.fresh("j");
-      em_.line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {3}({2}, {4}[{0}]);", j, kOrderFreeLanes, r,
-                           combine, pv));
+      em_.line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {3}({2}, {4}[{0}]);", j,
+                           kOrderFreeLanes, r, combine, pv));
     }
     em_.open(fmt::format("if ({0} != {0})", r));
     em_.line(fmt::format("{} = {};", r, init));
@@ -1485,8 +1491,8 @@ class CGenerator {
     const Aff at = em_.offset(x, g->indices);
     em_.unbind_sym(red->sym);
     em_.unbind_sym(lane->sym);
-    em_.line(fmt::format("fpx_transpose_f32({} + {}, {}LL, {}, {}, {}, {});", em_.buffer(x.name), at.str(), lds,
-                         nl, cn, panel, block));
+    em_.line(fmt::format("fpx_transpose_f32({} + {}, {}LL, {}, {}, {}, {});", em_.buffer(x.name), at.str(),
+                         lds, nl, cn, panel, block));
     return true;
   }
 

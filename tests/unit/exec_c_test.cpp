@@ -583,22 +583,25 @@ TEST(ExecC, OrderFreeRowReductionsOnlyForMaxAndMinAndStayBitwise) {
   };
   std::vector<Case> cases;
   for (const std::string p : {"f32", "f64"}) {
-    cases.push_back({p + " max of a replayed operand", routine(p, 300, "max." + p + "(m[s], sc[s, t])"), true});
+    cases.push_back(
+        {p + " max of a replayed operand", routine(p, 300, "max." + p + "(m[s], sc[s, t])"), true});
     cases.push_back({p + " min, the cell second", routine(p, 131, "min." + p + "(x[s, t], m[s])"), true});
     cases.push_back({p + " max of a computed operand",
                      routine(p, 77, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], xt[3, s]))", p)), true});
-    cases.push_back({p + " max of a causally masked operand",
-                     routine(p, 300,
-                             fmt::format("max.{0}(m[s], where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), x[s, t], -inf:{0}))",
-                                         p)),
-                     true});
+    cases.push_back(
+        {p + " max of a causally masked operand",
+         routine(p, 300,
+                 fmt::format(
+                     "max.{0}(m[s], where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), x[s, t], -inf:{0}))", p)),
+         true});
     cases.push_back({p + " sum", routine(p, 300, "add." + p + "(m[s], x[s, t])"), false});
     cases.push_back({p + " max reading the cell in its operand",
                      routine(p, 300, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], m[s]))", p)), false});
     cases.push_back({p + " max of a max of the cell",
                      routine(p, 300, fmt::format("max.{0}(max.{0}(m[s], x[s, t]), 1:{0})", p)), false});
     cases.push_back({p + " strided along the row", routine(p, 300, "max." + p + "(m[s], xt[t, s])"), false});
-    cases.push_back({p + " shorter than the partials", routine(p, 40, "max." + p + "(m[s], x[s, t])"), false});
+    cases.push_back(
+        {p + " shorter than the partials", routine(p, 40, "max." + p + "(m[s], x[s, t])"), false});
   }
   cases.push_back({"f16 max", routine("f16", 300, "max.f16(m[s], x[s, t])"), false});
   cases.push_back({"bf16 min", routine("bf16", 300, "min.bf16(m[s], x[s, t])"), false});
@@ -625,19 +628,19 @@ TEST(ExecC, OrderFreeRowReductionsOnlyForMaxAndMinAndStayBitwise) {
     Tensor& x = in.at("x");
     const std::size_t n = x.data.size() / 70;
     auto row = [&](std::size_t s) { return x.data.begin() + static_cast<std::ptrdiff_t>(s * n); };
-    std::fill(row(3), row(4), -INFINITY);                  // all -inf
-    std::fill(row(4), row(5), -0.0);                       // all -0
-    std::fill(row(5), row(6), 0.0);                        // -0 and +0 mixed
+    std::fill(row(3), row(4), -INFINITY);  // all -inf
+    std::fill(row(4), row(5), -0.0);       // all -0
+    std::fill(row(5), row(6), 0.0);        // -0 and +0 mixed
     for (std::size_t t = 0; t < n; t += 3) row(5)[static_cast<std::ptrdiff_t>(t)] = -0.0;
-    row(6)[static_cast<std::ptrdiff_t>(n - 1)] = NAN;      // NaN in the tail
-    row(7)[5] = -NAN;                                      // two NaNs of different signs
+    row(6)[static_cast<std::ptrdiff_t>(n - 1)] = NAN;  // NaN in the tail
+    row(7)[5] = -NAN;                                  // two NaNs of different signs
     row(7)[static_cast<std::ptrdiff_t>(n - 2)] = NAN;
     row(8)[70] = INFINITY;
     row(9)[1] = -INFINITY;
     row(10)[64] = INFINITY;
     row(10)[65] = -INFINITY;
-    in.at("xt").data[11] = NAN;                            // a NaN initial value (m[11])
-    in.at("xt").data[12] = -0.0;                           // a -0 initial value
+    in.at("xt").data[11] = NAN;   // a NaN initial value (m[11])
+    in.at("xt").data[12] = -0.0;  // a -0 initial value
     EXPECT_TRUE(bitwise_equal(interpret(chosen[i], in), progs[i]->run(in))) << chosen_names[i];
   }
 }
@@ -698,14 +701,17 @@ TEST(ExecC, RowFusionOnlyWhereEveryReadIsAtTheFinishedRowAndStaysBitwise) {
   std::vector<Case> cases;
   for (const std::string p : {"f32", "f64", "f16", "bf16"}) {
     cases.push_back({p + " max then exp of the shifted replay",
-                     routine(p, "max", "sc[s, t]", fmt::format("exp.{0}(sub.{0}(sc[s, t], m[s]))", p)), true});
-    cases.push_back({p + " sum then divide", routine(p, "add", "x[s, t]", fmt::format("div.{0}(x[s, t], m[s])", p)),
+                     routine(p, "max", "sc[s, t]", fmt::format("exp.{0}(sub.{0}(sc[s, t], m[s]))", p)),
                      true});
+    cases.push_back({p + " sum then divide",
+                     routine(p, "add", "x[s, t]", fmt::format("div.{0}(x[s, t], m[s])", p)), true});
   }
-  cases.push_back({"reads another row", routine("f32", "max", "sc[s, t]", "sub.f32(x[s, t], m[69 - s])"), false});
+  cases.push_back(
+      {"reads another row", routine("f32", "max", "sc[s, t]", "sub.f32(x[s, t], m[69 - s])"), false});
   cases.push_back({"reads a row through a transposed index",
                    routine("f32", "add", "x[s, t]", "sub.f32(x[s, t], m[t - t + 3])"), false});
-  cases.push_back({"does not read the result", routine("f32", "max", "sc[s, t]", "mul.f32(x[s, t], 2:f32)"), false});
+  cases.push_back(
+      {"does not read the result", routine("f32", "max", "sc[s, t]", "mul.f32(x[s, t], 2:f32)"), false});
   cases.push_back({"an input released in between (its last read is the reduction's)",
                    routine("f32", "add", "z[s, t]", "mul.f32(m[s], 2:f32)"), false});
   const std::regex fused(R"(fused into its rows)");
@@ -778,22 +784,27 @@ TEST(ExecC, ZeroFoldedIntoAFullCoverAccumulationOnlyAndStaysBitwise) {
                              fmt::format("add.{0}(m[s], c[18, t])", p), "} }"),
                      true, false});
   }
-  cases.push_back({"row max", routine("f32", "for s in 0..12 { for t in 0..69 {", "m[s]",
-                                      "max.f32(m[s], mul.f32(c[3, t], x[s, 0]))", "} }"),
+  cases.push_back({"row max",
+                   routine("f32", "for s in 0..12 { for t in 0..69 {", "m[s]",
+                           "max.f32(m[s], mul.f32(c[3, t], x[s, 0]))", "} }"),
                    true, false});
-  cases.push_back({"part of the rows", routine("f32", "for s in 0..10 { for e in 0..69 { for t in 0..18 {", "y[s, e]",
-                                               "add.f32(y[s, e], mul.f32(x[s, t], c[t, e]))", "} } }"),
+  cases.push_back({"part of the rows",
+                   routine("f32", "for s in 0..10 { for e in 0..69 { for t in 0..18 {", "y[s, e]",
+                           "add.f32(y[s, e], mul.f32(x[s, t], c[t, e]))", "} } }"),
                    false, true});
-  cases.push_back({"a pointwise store next", routine("f32", "for s in 0..12 { for e in 0..69 {", "y[s, e]",
-                                                     "mul.f32(c[3, e], x[s, 0])", "} }"),
-                   false, true});
+  cases.push_back(
+      {"a pointwise store next",
+       routine("f32", "for s in 0..12 { for e in 0..69 {", "y[s, e]", "mul.f32(c[3, e], x[s, 0])", "} }"),
+       false, true});
   const std::regex folded(R"(start at \+0)"), memset_y(R"(memset\(n_[ym],)");
   std::vector<Routine> rs;
   std::vector<std::string> names;
   for (const Case& c : cases) {
     const std::string src = generate_c(make_plan(c.r, test_options().placement));
     EXPECT_EQ(std::regex_search(src, folded), c.folded) << c.name;
-    if (c.folded) EXPECT_EQ(std::regex_search(src, memset_y), c.memset) << c.name;
+    if (c.folded) {
+      EXPECT_EQ(std::regex_search(src, memset_y), c.memset) << c.name;
+    }
     rs.push_back(c.r);
     names.push_back(c.name);
   }
