@@ -117,6 +117,9 @@ class Emitter {
   // Expressions: returns C text of ctype(e->prec); replays of virtual reductions emit statements
   // at the current position first.
   std::string expr(const ExprP& e);
+  // idx.i32 of `idx` never saturates: its magnitude stays below 2^31 for every value its symbols
+  // can take (the loops' ranges and the nodes' dimensions bound them).
+  bool fits_i32(const Index& idx);
   std::string convert(const std::string& code, Prec from, Prec to) const;
   std::string literal(double v, Prec p) const;
   std::string load(const Node& n, const Aff& off);
@@ -158,6 +161,7 @@ class Emitter {
   std::vector<std::map<std::string, LocalVar>> scopes_;
   std::map<std::string, std::string> subst_;
   std::map<std::string, std::string> pinned_;  // pin_node
+  std::int64_t symbol_bound_ = -1;  // fits_i32: the largest |symbol value|, computed once
   std::map<const Expr*, std::string> expr_subst_;
   struct Hoist {
     std::string j, count;
