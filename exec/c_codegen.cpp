@@ -149,6 +149,51 @@ static void fpx_release(fpx_ctx* ctx, void* p, int64_t bytes, int64_t limit) {
   fpx_account(ctx, -bytes);
   if (!fpx_pool_give(p, (n + align - 1) / align * align, align, (size_t)ctx->live, (size_t)limit)) free(p);
 }
+/* The row panels' transposing copy (rows_in_panels in exec/c_codegen.cpp): dst[t * ldd + j] =
+ * src[j * lds + t] for j < rows, t < cols. A copy, so it changes no value; with AVX-512, 16 x 16
+ * blocks are transposed in registers (16 contiguous loads, 64 shuffles, 16 contiguous stores) instead
+ * of one strided store per value. */
+static inline void fpx_transpose_f32(const float* restrict src, fpc_i64 lds, fpc_i64 rows, fpc_i64 cols,
+                                     float* restrict dst, fpc_i64 ldd) {
+  fpc_i64 j0 = 0;
+#if defined(__AVX512F__)
+  for (; j0 + 16 <= rows; j0 += 16) {
+    fpc_i64 t0 = 0;
+    for (; t0 + 16 <= cols; t0 += 16) {
+      __m512 r[16], u[16];
+      int i;
+      for (i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (j0 + i) * lds + t0);
+      for (i = 0; i < 16; i += 2) {
+        u[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        u[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i]), _mm512_castps_pd(u[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i]), _mm512_castps_pd(u[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i + 1]), _mm512_castps_pd(u[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i + 1]), _mm512_castps_pd(u[i + 3])));
+      }
+      for (i = 0; i < 4; ++i) {
+        u[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        u[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+        u[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        u[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+      }
+      for (i = 0; i < 4; ++i) {
+        r[i] = _mm512_shuffle_f32x4(u[i], u[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(u[i], u[i + 8], 0xdd);
+        r[i + 4] = _mm512_shuffle_f32x4(u[i + 4], u[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_f32x4(u[i + 4], u[i + 12], 0xdd);
+      }
+      for (i = 0; i < 16; ++i) _mm512_storeu_ps(dst + (t0 + i) * ldd + j0, r[i]);
+    }
+    for (; t0 < cols; ++t0)
+      for (fpc_i64 j = j0; j < j0 + 16; ++j) dst[t0 * ldd + j] = src[j * lds + t0];
+  }
+#endif
+  for (; j0 < rows; ++j0)
+    for (fpc_i64 t = 0; t < cols; ++t) dst[t * ldd + j0] = src[j0 * lds + t];
+}
 static inline fpc_i32 fpx_i32_max(fpc_i32 a, fpc_i32 b) { return a > b ? a : b; }
 static inline fpc_i32 fpx_i32_min(fpc_i32 a, fpc_i32 b) { return a < b ? a : b; }
 
@@ -183,7 +228,8 @@ class CGenerator {
     o += fmt::format("/* flashproof compiled C: routine '{}' (exec/c_codegen.cpp). */\n",
                      sanitize_comment(plan_.placed.name));
     o += "#ifndef _GNU_SOURCE\n#define _GNU_SOURCE\n#endif\n#include <stdint.h>\n#include <stdlib.h>\n"
-         "#include <string.h>\n#include <math.h>\n#include <sys/mman.h>\n\n";
+         "#include <string.h>\n#include <math.h>\n#include <sys/mman.h>\n"
+         "#if defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n\n";
     o += numerics_c_text();
     o += kPrelude;
     o += "\n";
@@ -287,6 +333,11 @@ class CGenerator {
   void position(const Stmt& s) {
     const int p = plan_.position_of(&s);
     FP_INTERNAL_CHECK(p >= 0, "top-level statement not in the plan");
+    if (fused_.count(p)) {
+      // Ran inside an earlier row reduction (row_fusion): its buffers were allocated there.
+      release(plan_.ending_at(p));
+      return;
+    }
     allocate(plan_.starting_at(p));
     std::vector<int> stack;
     for (int i : plan_.starting_at(p))
@@ -301,9 +352,34 @@ class CGenerator {
         em_.line(fmt::format("fpx_account(ctx, {}LL);", em_.node_bytes(n)));
       }
     }
-    if (!plan_.replayed[static_cast<std::size_t>(p)]) {
-      em_.line(fmt::format("/* statement {} */", p + 1));
+    if (!plan_.replayed[static_cast<std::size_t>(p)] && s.kind == StmtKind::Zero && zero_taken_by_next(p)) {
+      em_.line(fmt::format("/* statement {}: zero {} — its cells start at +0 in the next statement */", p + 1,
+                           sanitize_comment(s.name)));
+      pending_zero_ = s.name;
+    } else if (!plan_.replayed[static_cast<std::size_t>(p)]) {
+      emit_pending_zero(s);
+      std::optional<RowFusion> fusion = stack.empty() ? row_fusion(p) : std::nullopt;
+      if (fusion) {
+        allocate(plan_.starting_at(fusion->position));
+        em_.line(fmt::format("/* statement {} (statement {} fused into its rows) */", p + 1,
+                             fusion->position + 1));
+        epilogue_ = fusion;
+        epilogue_used_ = false;
+      } else {
+        em_.line(fmt::format("/* statement {} */", p + 1));
+      }
       top_statement(s);
+      zero_start_ = false;
+      if (fusion) {
+        const bool used = epilogue_used_;
+        epilogue_.reset();
+        if (!used) {
+          // The reduction took another schedule: the pointwise statement runs on its own, right after.
+          em_.line(fmt::format("/* statement {} */", fusion->position + 1));
+          top_statement(*plan_.top[static_cast<std::size_t>(fusion->position)]);
+        }
+        fused_.insert(fusion->position);
+      }
     }
     if (!stack.empty()) {
       for (int i : stack)
@@ -908,16 +984,23 @@ class CGenerator {
   //  - a "lane" target loop L (unit stride in the stored node when one has it) runs in blocks of
   //    16 (8 for double-carried values) as an `omp simd` loop around the reduced loops, each lane
   //    keeping its cell in a scalar (outer-loop vectorization);
-  //  - a second target loop U is unrolled by 4 inside the lanes (4 independent cells per lane:
+  //  - a second target loop U is unrolled by kRowUnroll = 6 (4 when its extent is 4 or 5) inside the
+  //    lanes (6 independent cells per lane; with 4 vectors of lanes 24 accumulators, the most that
+  //    stay in the 32 vector registers next to the operands — 8 rows spilled and were slower:
   //    latency hidden, operands invariant along U loaded once);
   //  - an operand read with a non-unit stride along L and not depending on U is packed once per
   //    L block into a stack tile (transposed: lanes contiguous) and reused for every U iteration;
   //  - the other target loops stay outside, and the outermost loops run in parallel.
   // Values are untouched: each cell's value is the same expression on the same operands in the
   // same order (packing copies values; lanes and rows are distinct cells).
+  static constexpr int kRowUnroll = 6;
   void reduction_nest(const NestShape& shape) {
     const Stmt& set = *shape.nest.set;
     const Node& w = plan_.node(set.name);
+    // A deferred `zero w` (zero_taken_by_next): the schedules that visit each cell once start its
+    // accumulator at +0; the others zero the buffer first.
+    zero_start_ = pending_zero_ == w.name;
+    pending_zero_.clear();
     auto extent = [](const Stmt* l) { return l->to - l->from + 1; };
     // The lane loop: unit stride in w, else the largest extent.
     const Stmt* lane = nullptr;
@@ -938,6 +1021,7 @@ class CGenerator {
     em_.open("");
     if (!lane) {
       // Every target loop has one iteration (or there are none): one cell at a time.
+      zero_now(w);
       for (const Stmt* l : outer) em_.open(em_.loop_header(*l));
       em_.reduce_cell_in_scalar(shape);
       for (std::size_t i = outer.size(); i-- > 0;) {
@@ -948,11 +1032,15 @@ class CGenerator {
       return;
     }
     const int width = std::string(ct) == "double" ? 8 : 16;
+    if (order_free_rows(shape, w)) {
+      em_.close();
+      return;
+    }
     if (!row && rows_in_panels(shape, w, lane, outer, width)) {
       em_.close();
       return;
     }
-    const int unroll = row && extent(row) >= 4 ? 4 : 1;
+    const int unroll = row && extent(row) >= kRowUnroll ? kRowUnroll : (row && extent(row) >= 4 ? 4 : 1);
     // Operands to pack: direct reads with a non-unit stride along the lane loop that do not depend
     // on the row loop, while the tile (lanes x reduced iterations) fits the stack budget.
     std::int64_t reduced_trips = codegen::trip_count(shape.reduced);
@@ -1052,6 +1140,362 @@ class CGenerator {
     em_.close();
   }
 
+  // ---- a zero folded into the accumulation that follows it -----------------------------------
+  // `zero W` followed (only replayed definitions in between) by a reduction nest that stores every
+  // cell of W (each axis a target loop over the whole dimension, or a fixed 0 of a dimension of 1):
+  // the memset is deferred to that nest (pending_zero_), whose schedules that load each cell once
+  // (lanes, order_free_rows) start the cell at the literal +0 the buffer would hold — the same value
+  // — and never read the buffer's old contents; the schedules that reload cells (rows in panels, a
+  // single cell) run the memset first (zero_now). Saves a write and a read of W per run (the score
+  // matrix of attention).
+  bool zero_taken_by_next(int p) const {
+    if (!opts_.jam) return false;
+    const Stmt& z = *plan_.top[static_cast<std::size_t>(p)];
+    if (plan_.is_virtual(z.name)) return false;
+    std::size_t q = static_cast<std::size_t>(p) + 1;
+    while (q < plan_.top.size() && plan_.replayed[q]) ++q;
+    if (q >= plan_.top.size()) return false;
+    const std::optional<NestShape> shape = nest_shape(*plan_.top[q]);
+    if (!shape || shape->reduced.empty() || shape->nest.set->name != z.name) return false;
+    const Node& w = plan_.node(z.name);
+    const std::vector<Index>& idx = shape->nest.set->indices;
+    for (std::size_t a = 0; a < w.dims.size(); ++a) {
+      const Index i = idx[a].canonical();
+      if (i.is_fixed()) {
+        if (w.dims[a] != 1 || i.offset != 0) return false;
+        continue;
+      }
+      if (!i.is_plain_iterator()) return false;
+      bool full = false;
+      for (const Stmt* t : shape->target)
+        if (t->sym == i.terms[0].sym && t->from == 0 && t->to == w.dims[a] - 1) full = true;
+      if (!full) return false;
+    }
+    return true;
+  }
+  // Before a statement that is not the reduction nest taking a deferred zero: the memset now.
+  void emit_pending_zero(const Stmt& s) {
+    if (pending_zero_.empty()) return;
+    const std::optional<NestShape> shape = nest_shape(s);
+    if (shape && opts_.jam && !shape->reduced.empty() && shape->nest.set->name == pending_zero_) return;
+    em_.zero_node(plan_.node(pending_zero_));
+    pending_zero_.clear();
+  }
+  // In a schedule that reads W's cells from the buffer: the deferred zero as a memset.
+  void zero_now(const Node& w) {
+    if (!zero_start_) return;
+    em_.zero_node(w);
+    zero_start_ = false;
+  }
+
+  // ---- row fusion: a row reduction and the pointwise statement that consumes its rows ---------
+  // A row reduction R (a reduction nest with one reduced loop, storing W) followed — with only
+  // replayed definitions in between — by a pointwise nest P (NestShape without reduced loops and
+  // without a self read) that reads W, directly or through pointwise replays, only at "its row":
+  // every W axis R indexes with a target loop T, P indexes with a plain iterator of one P loop L of
+  // T's range (the same L for every read), every fixed axis at the same constant. Then P's cells
+  // for the rows of W that R has finished read only final values (R writes nothing else; P writes a
+  // node R does not read, directly or through replays), and each P cell is still computed once, by
+  // the same expression: P may run row by row right after R finishes each row (the row's data still
+  // in cache) instead of in a pass of its own. R's schedules that finish rows one (order_free_rows)
+  // or one block (rows_in_panels) at a time call row_epilogue(); any other runs P right after R.
+  // Memory: nothing is released between R and P (else declined), so allocating P's buffers before
+  // R keeps every live set within P's, and the measured peak is still the report's.
+  struct RowFusion {
+    int position = -1;                                      // P's top-level position
+    std::string w;                                          // R's stored node
+    std::vector<Index> w_indices;                           // R's store indices (in R's target symbols)
+    NestShape p;                                            // P's shape
+    std::vector<std::pair<std::string, std::string>> rows;  // (T's symbol, L's symbol)
+  };
+
+  std::optional<RowFusion> row_fusion(int p) {
+    if (!opts_.jam) return std::nullopt;
+    const std::optional<NestShape> r = nest_shape(*plan_.top[static_cast<std::size_t>(p)]);
+    if (!r || r->reduced.size() != 1 || !plan_.ending_at(p).empty()) return std::nullopt;
+    std::size_t q = static_cast<std::size_t>(p) + 1;
+    for (; q < plan_.top.size() && plan_.replayed[q]; ++q)
+      if (!plan_.starting_at(static_cast<int>(q)).empty() || !plan_.ending_at(static_cast<int>(q)).empty())
+        return std::nullopt;
+    if (q >= plan_.top.size()) return std::nullopt;
+    for (int i : plan_.starting_at(static_cast<int>(q)))
+      if (stack_buffer(i)) return std::nullopt;
+    std::optional<NestShape> pw = nest_shape(*plan_.top[q]);
+    if (!pw || !pw->reduced.empty() || pw->self_read) return std::nullopt;
+    const std::string& wr = r->nest.set->name;
+    const std::string& wp = pw->nest.set->name;
+    if (wp == wr || plan_.is_virtual(wp)) return std::nullopt;
+    bool ok = true;
+    for_each_expr(r->nest.set->value, [&](const Expr& x) {
+      if (x.kind == ExprKind::Get &&
+          (x.name == wp || (plan_.is_virtual(x.name) && plan_.replay_reads(x.name).count(wp))))
+        ok = false;
+    });
+    if (!ok) return std::nullopt;
+    RowFusion f;
+    f.position = static_cast<int>(q);
+    f.p = *pw;
+    f.w = wr;
+    f.w_indices = r->nest.set->indices;
+    std::map<std::string, const Stmt*> r_target, p_loops;
+    for (const Stmt* t : r->target) r_target[t->sym] = t;
+    for (const Stmt* l : pw->nest.loops) p_loops[l->sym] = l;
+    std::map<std::string, std::string> t_to_l;
+    int reads = 0;
+    // A read of W in P (indices already in P's symbols) must be at P's row.
+    auto at_row = [&](const std::vector<Index>& idx) {
+      const std::vector<Index>& ri = r->nest.set->indices;
+      if (idx.size() != ri.size()) return false;
+      for (std::size_t a = 0; a < ri.size(); ++a) {
+        const Index want = ri[a].canonical(), got = idx[a].canonical();
+        if (want.is_fixed()) {
+          if (!(got == want)) return false;
+          continue;
+        }
+        if (!want.is_plain_iterator() || !got.is_plain_iterator()) return false;
+        auto t = r_target.find(want.terms[0].sym);
+        auto l = p_loops.find(got.terms[0].sym);
+        if (t == r_target.end() || l == p_loops.end()) return false;
+        if (t->second->from != l->second->from || t->second->to != l->second->to) return false;
+        auto [it, fresh] = t_to_l.emplace(t->first, l->first);
+        if (!fresh && it->second != l->first) return false;
+      }
+      return true;
+    };
+    std::function<bool(const ExprP&, const std::map<std::string, Index>&)> scan =
+        [&](const ExprP& e, const std::map<std::string, Index>& sub) -> bool {
+      if (!e) return true;
+      if (e->kind == ExprKind::GetLocal) return false;
+      if (e->kind == ExprKind::Get) {
+        std::vector<Index> idx;
+        for (const Index& i : e->indices) idx.push_back(substituted(i, sub));
+        if (e->name == wr) {
+          ++reads;
+          if (!at_row(idx)) return false;
+        } else if (e->name == wp) {
+          return false;
+        } else if (plan_.is_virtual(e->name) &&
+                   (plan_.replay_reads(e->name).count(wr) || plan_.replay_reads(e->name).count(wp))) {
+          const VirtualDef& d = plan_.virtuals.at(e->name);
+          if (d.kind != VirtualDef::Kind::Pointwise) return false;
+          std::map<std::string, Index> inner;
+          for (std::size_t a = 0; a < d.nest.set->indices.size(); ++a) {
+            const Index di = d.nest.set->indices[a].canonical();
+            if (!di.is_plain_iterator() || inner.count(di.terms[0].sym)) return false;
+            inner[di.terms[0].sym] = idx[a];
+          }
+          if (!scan(d.nest.set->value, inner)) return false;
+        }
+      }
+      for (const auto& a : e->args)
+        if (!scan(a, sub)) return false;
+      return true;
+    };
+    std::map<std::string, Index> none;
+    for (const Stmt* l : pw->nest.loops) none[l->sym] = Index::iter(l->sym);
+    if (!scan(pw->nest.set->value, none) || reads == 0 || t_to_l.size() != r_target.size())
+      return std::nullopt;
+    for (const auto& [t, l] : t_to_l) f.rows.emplace_back(t, l);
+    return f;
+  }
+
+  // `i` with each symbol replaced by its index in `sub` (symbols not in `sub` kept).
+  static Index substituted(const Index& i, const std::map<std::string, Index>& sub) {
+    Index out;
+    out.offset = i.offset;
+    for (const auto& t : i.terms) {
+      auto it = sub.find(t.sym);
+      if (it == sub.end()) {
+        out.terms.push_back(t);
+        continue;
+      }
+      out.offset += t.coef * it->second.offset;
+      for (const auto& u : it->second.terms) out.terms.push_back({t.coef * u.coef, u.sym});
+    }
+    return out.canonical();
+  }
+
+  // P for the rows whose R target symbols are bound now: P's row loops bound to them, its other
+  // loops around its store (omp simd on the innermost).
+  void row_epilogue() {
+    const RowFusion& f = *epilogue_;
+    epilogue_used_ = true;
+    std::set<std::string> bound;
+    for (const auto& [t, l] : f.rows) {
+      em_.bind_sym(l, em_.index_aff(Index::iter(t)));
+      bound.insert(l);
+    }
+    std::vector<const Stmt*> free;
+    for (const Stmt* l : f.p.nest.loops)
+      if (!bound.count(l->sym)) free.push_back(l);
+    em_.open("");
+    em_.push_scope();
+    // The row's result in a scalar (a load inside the loop kept GCC from vectorizing its exp).
+    const Node& w = plan_.node(f.w);
+    const std::string rv = em_.fresh("rv");
+    em_.line(fmt::format("const {} {} = {};", codegen::ctype(w.prec, Dialect::C), rv,
+                         em_.load(w, em_.offset(w, f.w_indices))));
+    em_.pin_node(w.name, rv);
+    for (std::size_t i = 0; i < free.size(); ++i) {
+      if (i + 1 == free.size() && opts_.parallel) em_.line("#pragma omp simd");
+      em_.open(em_.loop_header(*free[i]));
+    }
+    em_.stmt(*f.p.nest.set);
+    for (std::size_t i = free.size(); i-- > 0;) {
+      em_.close();
+      em_.unbind_sym(free[i]->sym);
+    }
+    em_.unpin_node(w.name);
+    em_.pop_scope();
+    em_.close();
+    for (const auto& [t, l] : f.rows) em_.unbind_sym(l);
+  }
+
+  // Order-free row reductions (a row max or min: `W[J] = max(W[J], x)` or `min`, at f32 or f64, one
+  // reduced loop along which every operand is contiguous or invariant, x not reading W directly or
+  // through a replay): max and min select one of their operands, and on non-NaN values they are
+  // the maximum (minimum) of a total order in which -0 < +0 (core/numerics_c.h fpc_fmax_nan: a tie
+  // of equal values returns the one with the sign bit clear for max, set for min), so their result
+  // over a set of values is the same in any order and any grouping. So each cell runs its reduced
+  // loop along the row, contiguous, vectorized: kOrderFreeLanes partial results (lane j sees the
+  // iterations j, j + kOrderFreeLanes, ... in order, starting from -inf for max, +inf for min: the
+  // identities of the order), combined with the cell's initial value. A NaN anywhere makes the
+  // combination NaN; then the cell is recomputed in the original order, so even which NaN it holds is
+  // the sequential loop's. Not for sums (their rounding depends on the order), not at f16/bf16.
+  static constexpr int kOrderFreeLanes = 64;
+  bool order_free_rows(const NestShape& shape, const Node& w) {
+    if (shape.reduced.size() != 1 || (w.prec != Prec::F32 && w.prec != Prec::F64)) return false;
+    const Stmt& set = *shape.nest.set;
+    const Expr& v = *set.value;
+    if (v.kind != ExprKind::Binary || (v.binop() != BinOp::Max && v.binop() != BinOp::Min) ||
+        v.prec != w.prec)
+      return false;
+    auto is_cell = [&](const ExprP& a) {
+      return a->kind == ExprKind::Get && a->name == w.name && a->indices == set.indices;
+    };
+    if (is_cell(v.args[0]) == is_cell(v.args[1])) return false;
+    const ExprP& x = is_cell(v.args[0]) ? v.args[1] : v.args[0];
+    const Stmt* red = shape.reduced[0];
+    if (red->to - red->from + 1 < kOrderFreeLanes) return false;
+    bool ok = true;
+    for_each_expr(x, [&](const Expr& e) {
+      if (e.kind == ExprKind::GetLocal) ok = false;
+      if (e.kind != ExprKind::Get) return;
+      if (e.name == w.name) ok = false;
+      if (plan_.is_virtual(e.name) && plan_.replay_reads(e.name).count(w.name) > 0) ok = false;
+      const std::int64_t st = flat_coefficient(plan_.node(e.name), e.indices, red->sym);
+      if (st != 0 && st != 1) ok = false;
+    });
+    if (!ok) return false;
+    const bool max = v.binop() == BinOp::Max;
+    const bool f32 = w.prec == Prec::F32;
+    const char* ct = codegen::ctype(w.prec, Dialect::C);
+    const std::string ident = fmt::format("({}{})", max ? "-" : "", f32 ? "FPX_INFF" : "FPX_INF");
+    const std::string combine = fmt::format("fpc_f{}{}_nan", max ? "max" : "min", f32 ? "f" : "");
+    const std::int64_t extent = red->to - red->from + 1;
+    if (opts_.parallel && codegen::trip_count(shape.target) >= 2)
+      em_.line(pragma(static_cast<int>(shape.target.size())));
+    for (std::size_t i = 0; i + 1 < shape.target.size(); ++i) em_.line(em_.loop_header(*shape.target[i]));
+    if (shape.target.empty())
+      em_.open("");
+    else
+      em_.open(em_.loop_header(*shape.target.back()));
+    em_.line(fmt::format("/* order-free row reduction: {} lanes along the row, NaN rows redone in order */",
+                         kOrderFreeLanes));
+    const Aff cell = em_.offset(w, set.indices);
+    const std::string init = em_.fresh("init"), pv = em_.fresh("pv"), c0 = em_.fresh("c"), r = em_.fresh("r");
+    em_.line(fmt::format("const {} {} = {};", ct, init,
+                         zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, cell)));
+    em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", ct, pv, kOrderFreeLanes));
+    // One step of the original expression with the cell replaced by `acc`, the reduced symbol at `at`.
+    auto step = [&](const std::string& acc, const Aff& at) {
+      em_.bind_sym(red->sym, at);
+      em_.push_scope();
+      em_.substitute(w.name, acc);
+      em_.line(fmt::format("{} = {};", acc, em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
+      em_.unsubstitute(w.name);
+      em_.pop_scope();
+      em_.unbind_sym(red->sym);
+    };
+    {
+      const std::string j = em_.fresh("j");
+      em_.line(
+          fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", j, kOrderFreeLanes, pv, ident));
+    }
+    em_.line(fmt::format("fpc_i64 {} = 0;", c0));
+    em_.open(fmt::format("for (; {0} + {1} <= {2}LL; {0} += {1})", c0, kOrderFreeLanes, extent));
+    {
+      // The operand first, into a chunk array (its own loop: GCC vectorized the combined loop only
+      // for operands without a mask), then the max over the array.
+      const std::string xv = em_.fresh("xv"), tt = em_.fresh("tt");
+      em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(x->prec, Dialect::C), xv,
+                           kOrderFreeLanes));
+      if (opts_.parallel) em_.line("#pragma omp simd");
+      em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} < {1} + {2}; ++{0})", tt, c0, kOrderFreeLanes));
+      em_.bind_sym(red->sym, Aff{{{tt, 1}}, red->from});
+      em_.push_scope();
+      em_.line(fmt::format("{}[{} - {}] = {};", xv, tt, c0, em_.expr(x)));
+      em_.pop_scope();
+      em_.unbind_sym(red->sym);
+      em_.close();
+      const std::string j = em_.fresh("j");
+      if (opts_.parallel) em_.line("#pragma omp simd");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, kOrderFreeLanes));
+      em_.substitute_expr(x.get(), fmt::format("{}[{}]", xv, j));
+      step(fmt::format("{}[{}]", pv, j), Aff{{{c0, 1}, {j, 1}}, red->from});
+      em_.clear_expr_substitutions();
+      em_.close();
+    }
+    em_.close();
+    {
+      const std::string j = em_.fresh("j");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {1} + {0} < {2}LL; ++{0})", j, c0, extent));
+      step(fmt::format("{}[{}]", pv, j), Aff{{{c0, 1}, {j, 1}}, red->from});
+      em_.close();
+    }
+    em_.line(fmt::format("{} {} = {};", ct, r, init));
+    {
+      const std::string j = em_.fresh("j");
+      em_.line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2} = {3}({2}, {4}[{0}]);", j,
+                           kOrderFreeLanes, r, combine, pv));
+    }
+    em_.open(fmt::format("if ({0} != {0})", r));
+    em_.line(fmt::format("{} = {};", r, init));
+    {
+      const std::string tq = em_.fresh("tq");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", tq, extent));
+      step(r, Aff{{{tq, 1}}, red->from});
+      em_.close();
+    }
+    em_.close();
+    em_.line(em_.store(w, cell, r));
+    if (epilogue_) row_epilogue();  // the row is final: the fused pointwise statement for it
+    em_.close();
+    for (std::size_t i = shape.target.size(); i-- > 0;) em_.unbind_sym(shape.target[i]->sym);
+    return true;
+  }
+
+  // A panel operand that is a direct read of a stored f32 node (a row of it contiguous along the
+  // reduced loop, the rows `lds` apart) is copied by fpx_transpose_f32 (16 x 16 blocks transposed in
+  // registers) instead of a loop of strided stores: the same copy. Returns false, emitting nothing,
+  // for any other operand.
+  bool transposing_copy(const Expr* g, const std::string& panel, const Stmt* lane, const Stmt* red, int block,
+                        const std::string& nl, const std::string& c0, const std::string& cn) {
+    if (g->kind != ExprKind::Get || plan_.is_virtual(g->name)) return false;
+    const Node& x = plan_.node(g->name);
+    if (x.prec != Prec::F32) return false;
+    const std::int64_t lds = flat_coefficient(x, g->indices, lane->sym);
+    if (lds <= 1 || flat_coefficient(x, g->indices, red->sym) != 1) return false;
+    em_.bind_sym(lane->sym, Aff{{{lane_block_, block}}, lane->from});
+    em_.bind_sym(red->sym, Aff{{{c0, 1}}, red->from});
+    const Aff at = em_.offset(x, g->indices);
+    em_.unbind_sym(red->sym);
+    em_.unbind_sym(lane->sym);
+    em_.line(fmt::format("fpx_transpose_f32({} + {}, {}LL, {}, {}, {}, {});", em_.buffer(x.name), at.str(),
+                         lds, nl, cn, panel, block));
+    return true;
+  }
+
   // Row reductions (one target loop, e.g. a row max or sum `m[s] = max(m[s], x[s, t])`): the lanes
   // are rows, so an operand read along the rows (stride 1 in the one reduced loop, another stride
   // across the lanes) would be a gather per iteration, `lanes` lines at once, all in one cache set
@@ -1092,6 +1536,7 @@ class CGenerator {
     const std::int64_t chunk = std::clamp<std::int64_t>(
         std::min<std::int64_t>(opts_.stack_limit, 16 * 1024) / (cells * block), 8, 256);
     const std::int64_t lane_blocks = (lane->to - lane->from + 1 + block - 1) / block;
+    zero_now(w);  // the cells are reloaded per chunk: the buffer holds the zeros
     if (opts_.parallel && saturating_mul(codegen::trip_count(outer), lane_blocks) >= 2)
       em_.line(pragma(static_cast<int>(outer.size()) + 1));
     for (const Stmt* l : outer) em_.line(em_.loop_header(*l));
@@ -1107,6 +1552,7 @@ class CGenerator {
       em_.line(
           fmt::format("const fpc_i64 {0} = {1}LL - {2} < {3} ? {1}LL - {2} : {3};", cn, extent, c0, chunk));
       for (const Expr* g : panel) {
+        if (transposing_copy(g, tiles[g], lane, red, block, nl, c0, cn)) continue;
         const std::string j = em_.fresh("j"), tt = em_.fresh("tt");
         em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
         em_.bind_sym(lane->sym, Aff{{{lane_block_, block}, {j, 1}}, lane->from});
@@ -1183,6 +1629,15 @@ class CGenerator {
         em_.close();
       }
       em_.close();
+      if (epilogue_) {
+        // The block's rows are final: the fused pointwise statement for each of them.
+        const std::string j = em_.fresh("j");
+        em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", j, nl));
+        em_.bind_sym(lane->sym, Aff{{{lane_block_, block}, {j, 1}}, lane->from});
+        row_epilogue();
+        em_.unbind_sym(lane->sym);
+        em_.close();
+      }
     });
     for (std::size_t i = outer.size(); i-- > 0;) em_.unbind_sym(outer[i]->sym);
     return true;
@@ -1304,7 +1759,8 @@ class CGenerator {
         bind_row(k);
         acc.push_back(em_.fresh("a"));
         offs.push_back(em_.offset(w, set.indices));
-        em_.line(fmt::format("{} {} = {};", ct, acc.back(), em_.load(w, offs.back())));
+        em_.line(fmt::format("{} {} = {};", ct, acc.back(),
+                             zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, offs.back())));
       }
     }
     for (const Stmt* r : shape.reduced) {
@@ -1468,6 +1924,11 @@ class CGenerator {
   std::string panel_t0_;                      // the innermost panel loop's chunk start
   std::set<std::string> band_writes_;         // nodes the current lane band writes (never panelled)
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
+  std::optional<RowFusion> epilogue_;         // the pointwise statement to run per finished row
+  bool epilogue_used_ = false;                // row_epilogue() emitted epilogue_
+  std::string pending_zero_;                  // a `zero` deferred to the next statement
+  bool zero_start_ = false;                   // reduction_nest: cells start at +0, not loaded
+  std::set<int> fused_;                       // positions already run inside a row reduction
   std::map<const Expr*, std::string> tiles_;  // packed reads of the current block
   std::vector<std::pair<const Expr*, std::string>> invariants_;  // hoisted expressions -> their arrays
 };

@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -407,12 +409,42 @@ std::string Emitter::replay(const Node& n, const std::vector<Index>& read) {
   return result;
 }
 
+// Every loop symbol's value lies in [-B, B], B the largest |from|, |to| of any loop and any node
+// dimension: a symbol is bound either to its loop's value or, in a replay, to the value of an index
+// the checker proved in bounds (core/checker.cpp: every access in bounds on every iteration). So an
+// index with sum |coef| * B + |offset| below 2^31 never saturates in idx.i32.
+bool Emitter::fits_i32(const Index& idx) {
+  if (symbol_bound_ < 0) {
+    std::int64_t b = 0;
+    auto mag = [](std::int64_t v) { return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v; };
+    std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+      if (st.kind == StmtKind::For || st.kind == StmtKind::Scan) b = std::max({b, mag(st.from), mag(st.to)});
+      for (const auto& c : st.body)
+        if (c) walk(*c);
+    };
+    if (plan_.placed.body) walk(*plan_.placed.body);
+    for (const Node& n : plan_.placed.nodes)
+      for (std::int64_t d : n.dims) b = std::max(b, mag(d));
+    symbol_bound_ = b;
+  }
+  const std::int64_t limit = 2147483647LL;
+  std::int64_t total = idx.offset < 0 ? (idx.offset < -limit ? limit + 1 : -idx.offset) : idx.offset;
+  for (const auto& t : idx.terms) {
+    const std::int64_t c = t.coef < 0 ? (t.coef < -limit ? limit + 1 : -t.coef) : t.coef;
+    if (c > limit || symbol_bound_ > limit) return false;
+    total += c * symbol_bound_;  // both at most 2^31: no overflow
+    if (total > limit) return false;
+  }
+  return total <= limit;
+}
+
 std::string Emitter::expr(const ExprP& ep) {
   FP_INTERNAL_CHECK(ep != nullptr, "null expression");
   const Expr& e = *ep;
   if (auto r = expr_subst_.find(&e); r != expr_subst_.end()) return r->second;
   switch (e.kind) {
     case ExprKind::Get: {
+      if (auto pin = pinned_.find(e.name); pin != pinned_.end()) return pin->second;
       auto s = subst_.find(e.name);
       if (s != subst_.end()) return s->second;
       const Node& n = plan_.node(e.name);
@@ -440,6 +472,7 @@ std::string Emitter::expr(const ExprP& ep) {
           // the way saturates to the same end), without an int → double → int round trip per
           // element: a causal mask's compare stays in integer lanes.
           const std::string v = index_aff(e.indices[0]).str();
+          if (fits_i32(e.indices[0])) return fmt::format("((fpc_i32)({}))", v);
           return fmt::format(
               "((fpc_i32)({0} > 2147483647LL ? 2147483647LL : ({0} < -2147483648LL ? -2147483648LL : {0})))",
               v);

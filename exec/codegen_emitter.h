@@ -80,6 +80,11 @@ class Emitter {
   // A node read replaced by a C lvalue (the scalar a reduction is kept in).
   void substitute(const std::string& node, std::string lvalue) { subst_[node] = std::move(lvalue); }
   void unsubstitute(const std::string& node) { subst_.erase(node); }
+  // A node every read of which, in the code emitted until unpin_node, is at one cell whose value
+  // `value` holds (a fused row's reduction result: exec/c_codegen.cpp row_fusion checks that every
+  // read, also through replays, is at that cell). Unlike substitute(), it applies inside replays.
+  void pin_node(const std::string& node, std::string value) { pinned_[node] = std::move(value); }
+  void unpin_node(const std::string& node) { pinned_.erase(node); }
   // Gather hoisting, for a loop over lanes `j` (exec/c_codegen.cpp lane loops): while active, a
   // load whose offset has a stride other than 0 or 1 in `j` and otherwise only variables from
   // `outer` is read from a lane array filled by a separate loop emitted before the lane loop (a
@@ -112,6 +117,9 @@ class Emitter {
   // Expressions: returns C text of ctype(e->prec); replays of virtual reductions emit statements
   // at the current position first.
   std::string expr(const ExprP& e);
+  // idx.i32 of `idx` never saturates: its magnitude stays below 2^31 for every value its symbols
+  // can take (the loops' ranges and the nodes' dimensions bound them).
+  bool fits_i32(const Index& idx);
   std::string convert(const std::string& code, Prec from, Prec to) const;
   std::string literal(double v, Prec p) const;
   std::string load(const Node& n, const Aff& off);
@@ -152,6 +160,8 @@ class Emitter {
   std::map<std::string, Aff> env_;
   std::vector<std::map<std::string, LocalVar>> scopes_;
   std::map<std::string, std::string> subst_;
+  std::map<std::string, std::string> pinned_;  // pin_node
+  std::int64_t symbol_bound_ = -1;  // fits_i32: the largest |symbol value|, computed once
   std::map<const Expr*, std::string> expr_subst_;
   struct Hoist {
     std::string j, count;

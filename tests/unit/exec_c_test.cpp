@@ -345,7 +345,11 @@ TEST(ExecC, IndexToI32IsAnIntegerSaturationEqualToTheInterpreters) {
   const std::string causal =
       generate_c(make_plan(build_attention(spec(Prec::F32, "causal", 9, 9)), test_options().placement));
   EXPECT_EQ(causal.find("fpc_to_i32((double)"), std::string::npos);
-  EXPECT_NE(causal.find("2147483647LL"), std::string::npos);
+  // Indices whose range fits in i32 (the loops' ranges, the nodes' dimensions) are not saturated
+  // (Emitter::fits_i32); the huge ones above are.
+  EXPECT_EQ(causal.find("2147483647LL"), std::string::npos);
+  EXPECT_NE(c.find("2147483647LL"), std::string::npos);
+  EXPECT_NE(c.find("((fpc_i32)("), std::string::npos);
   expect_bitwise({r}, {"idx.i32"});
 }
 
@@ -519,7 +523,8 @@ TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
   std::vector<Case> cases;
   for (const std::string prec : {"f32", "f64", "f16", "bf16"}) {
     const bool wide = prec == "f32" || prec == "f64";
-    cases.push_back({prec + " max of a replayed operand", routine(prec, "max", "sc[s, t]"), true, wide});
+    // A max at f32/f64 is an order-free row reduction instead (OrderFreeRowReductions... below).
+    cases.push_back({prec + " max of a replayed operand", routine(prec, "max", "sc[s, t]"), !wide, false});
     cases.push_back({prec + " sum of a direct operand", routine(prec, "add", "x[s, t]"), true, wide});
   }
   cases.push_back({"operand contiguous across rows", routine("f32", "max", "xt[t, s]"), false, false});
@@ -543,6 +548,279 @@ TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
     in.at("x").data[66 * 300 + 257] = INFINITY;
     in.at("x").data[67 * 300 + 0] = -0.0;
     EXPECT_TRUE(bitwise_equal(interpret(rs[i == 2 ? 4 : i], in), progs[i]->run(in))) << i;
+  }
+}
+
+// Order-free row reductions (exec/c_codegen.cpp order_free_rows): a row max or min at f32/f64 whose
+// operand is contiguous along the reduced loop runs along the row in partial maxima; nothing else
+// does — not a sum (its order matters), not a max whose operand reads the cell, not f16/bf16, not an
+// operand strided along the reduced loop, not a row shorter than the partials. Bitwise, with extents
+// that are multiples of no lane width, on rows of NaN (two of them, of different signs), ±inf, all
+// -inf, all -0, and -0 mixed with +0.
+TEST(ExecC, OrderFreeRowReductionsOnlyForMaxAndMinAndStayBitwise) {
+  auto routine = [](const std::string& prec, std::int64_t n, const std::string& value) {
+    return parse_checked(fmt::format(R"(routine rows {{
+  node x : {0}[70, {1}] materialized input
+  node xt : {0}[{1}, 70] materialized input
+  node sc : {0}[70, {1}] materialized
+  node m : {0}[70] materialized output
+  for s in 0..69 {{
+    for t in 0..{2} {{
+      sc[s, t] = mul.{0}(x[s, t], 0.125:{0})
+    }}
+  }}
+  for s in 0..69 {{
+    m[s] = mul.{0}(xt[0, s], 0.5:{0})
+  }}
+  for s in 0..69 {{
+    for t in 0..{2} {{
+      m[s] = {3}
+    }}
+  }}
+}})",
+                                     prec, n, n - 1, value));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool order_free;
+  };
+  std::vector<Case> cases;
+  for (const std::string p : {"f32", "f64"}) {
+    cases.push_back(
+        {p + " max of a replayed operand", routine(p, 300, "max." + p + "(m[s], sc[s, t])"), true});
+    cases.push_back({p + " min, the cell second", routine(p, 131, "min." + p + "(x[s, t], m[s])"), true});
+    cases.push_back({p + " max of a computed operand",
+                     routine(p, 77, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], xt[3, s]))", p)), true});
+    cases.push_back(
+        {p + " max of a causally masked operand",
+         routine(p, 300,
+                 fmt::format(
+                     "max.{0}(m[s], where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), x[s, t], -inf:{0}))", p)),
+         true});
+    cases.push_back({p + " sum", routine(p, 300, "add." + p + "(m[s], x[s, t])"), false});
+    cases.push_back({p + " max reading the cell in its operand",
+                     routine(p, 300, fmt::format("max.{0}(m[s], sub.{0}(x[s, t], m[s]))", p)), false});
+    cases.push_back({p + " max of a max of the cell",
+                     routine(p, 300, fmt::format("max.{0}(max.{0}(m[s], x[s, t]), 1:{0})", p)), false});
+    cases.push_back({p + " strided along the row", routine(p, 300, "max." + p + "(m[s], xt[t, s])"), false});
+    cases.push_back(
+        {p + " shorter than the partials", routine(p, 40, "max." + p + "(m[s], x[s, t])"), false});
+  }
+  cases.push_back({"f16 max", routine("f16", 300, "max.f16(m[s], x[s, t])"), false});
+  cases.push_back({"bf16 min", routine("bf16", 300, "min.bf16(m[s], x[s, t])"), false});
+  const std::regex order_free(R"(order-free row reduction)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, order_free), c.order_free) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  std::vector<Routine> chosen;
+  std::vector<std::string> chosen_names;
+  for (const Case& c : cases)
+    if (c.order_free) {
+      chosen.push_back(c.r);
+      chosen_names.push_back(c.name);
+    }
+  auto progs = compile_c_batch(chosen, test_options());
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    TensorMap in = random_inputs(chosen[i], 11);
+    Tensor& x = in.at("x");
+    const std::size_t n = x.data.size() / 70;
+    auto row = [&](std::size_t s) { return x.data.begin() + static_cast<std::ptrdiff_t>(s * n); };
+    std::fill(row(3), row(4), -INFINITY);  // all -inf
+    std::fill(row(4), row(5), -0.0);       // all -0
+    std::fill(row(5), row(6), 0.0);        // -0 and +0 mixed
+    for (std::size_t t = 0; t < n; t += 3) row(5)[static_cast<std::ptrdiff_t>(t)] = -0.0;
+    row(6)[static_cast<std::ptrdiff_t>(n - 1)] = NAN;  // NaN in the tail
+    row(7)[5] = -NAN;                                  // two NaNs of different signs
+    row(7)[static_cast<std::ptrdiff_t>(n - 2)] = NAN;
+    row(8)[70] = INFINITY;
+    row(9)[1] = -INFINITY;
+    row(10)[64] = INFINITY;
+    row(10)[65] = -INFINITY;
+    in.at("xt").data[11] = NAN;   // a NaN initial value (m[11])
+    in.at("xt").data[12] = -0.0;  // a -0 initial value
+    EXPECT_TRUE(bitwise_equal(interpret(chosen[i], in), progs[i]->run(in))) << chosen_names[i];
+  }
+}
+
+// Row fusion (exec/c_codegen.cpp row_fusion): a row reduction followed by a pointwise statement
+// that reads the reduction's result only at its own row (directly or through a replay) runs that
+// statement row by row inside the reduction (after each finished row, or block of rows); not when it
+// reads another row, writes what the reduction reads, or a buffer is released in between. Bitwise
+// at every precision on extents that are multiples of no width, with NaN, ±inf and -0 rows, and the
+// measured peak still the memory report's.
+TEST(ExecC, RowFusionOnlyWhereEveryReadIsAtTheFinishedRowAndStaysBitwise) {
+  auto routine = [](const std::string& p, const std::string& op, const std::string& operand,
+                    const std::string& then) {
+    return parse_checked(fmt::format(R"(routine fused {{
+  node x : {0}[70, 300] materialized input
+  node z : {0}[70, 300] materialized input
+  node sc : {0}[70, 300] virtual
+  node tmp : {0}[70, 300] materialized
+  node m : {0}[70] materialized
+  node y : {0}[70, 300] materialized output
+  for s in 0..69 {{
+    for t in 0..299 {{
+      sc[s, t] = mul.{0}(x[s, t], 0.125:{0})
+    }}
+  }}
+
+  for s in 0..69 {{
+    for t in 0..299 {{
+      tmp[s, t] = add.{0}(x[s, t], 1:{0})
+    }}
+  }}
+  for s in 0..69 {{
+    m[s] = -inf:{0}
+  }}
+  for s in 0..69 {{
+    for t in 0..299 {{
+      m[s] = {1}.{0}(m[s], {2})
+    }}
+  }}
+  for s in 0..69 {{
+    for t in 0..299 {{
+      y[s, t] = {3}
+    }}
+  }}
+  for s in 0..69 {{
+    for t in 0..299 {{
+      y[s, t] = add.{0}(y[s, t], tmp[s, t])
+    }}
+  }}
+}})",
+                                     p, op, operand, then));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool fused;
+  };
+  std::vector<Case> cases;
+  for (const std::string p : {"f32", "f64", "f16", "bf16"}) {
+    cases.push_back({p + " max then exp of the shifted replay",
+                     routine(p, "max", "sc[s, t]", fmt::format("exp.{0}(sub.{0}(sc[s, t], m[s]))", p)),
+                     true});
+    cases.push_back({p + " sum then divide",
+                     routine(p, "add", "x[s, t]", fmt::format("div.{0}(x[s, t], m[s])", p)), true});
+  }
+  cases.push_back(
+      {"reads another row", routine("f32", "max", "sc[s, t]", "sub.f32(x[s, t], m[69 - s])"), false});
+  cases.push_back({"reads a row through a transposed index",
+                   routine("f32", "add", "x[s, t]", "sub.f32(x[s, t], m[t - t + 3])"), false});
+  cases.push_back(
+      {"does not read the result", routine("f32", "max", "sc[s, t]", "mul.f32(x[s, t], 2:f32)"), false});
+  cases.push_back({"an input released in between (its last read is the reduction's)",
+                   routine("f32", "add", "z[s, t]", "mul.f32(m[s], 2:f32)"), false});
+  const std::regex fused(R"(fused into its rows)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, fused), c.fused) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  expect_bitwise(rs, names);
+  ExecOptions o = test_options();
+  auto progs = compile_c_batch(rs, o);
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    TensorMap in = random_inputs(rs[i], 21);
+    std::vector<double>& x = in.at("x").data;
+    std::fill(x.begin() + 3 * 300, x.begin() + 4 * 300, -INFINITY);
+    std::fill(x.begin() + 4 * 300, x.begin() + 5 * 300, -0.0);
+    x[5 * 300 + 299] = NAN;
+    x[6 * 300 + 7] = INFINITY;
+    x[7 * 300] = -NAN;
+    EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in))) << names[i];
+    const MemoryReport m = memory_report(place(rs[i], o.placement).routine);
+    EXPECT_EQ(progs[i]->last_stats().peak_bytes, m.peak_bytes) << names[i];
+  }
+}
+
+// A `zero W` folded into the reduction nest that follows it (exec/c_codegen.cpp
+// zero_taken_by_next): only when the nest stores every cell of W; the schedules that load each cell
+// once start it at +0 (no memset), those that reload cells (rows in panels) run the memset first.
+// Bitwise at every precision with NaN and ±inf operands, and a buffer whose old contents (a pooled
+// buffer, a second run) would show if a cell were skipped.
+TEST(ExecC, ZeroFoldedIntoAFullCoverAccumulationOnlyAndStaysBitwise) {
+  auto routine = [](const std::string& p, const std::string& loops, const std::string& store,
+                    const std::string& value, const std::string& close) {
+    return parse_checked(fmt::format(R"(routine zf {{
+  node x : {0}[13, 19] materialized input
+  node c : {0}[19, 70] materialized input
+  node y : {0}[13, 70] materialized output
+  node m : {0}[13] materialized output
+  for s in 0..12 {{
+    m[s] = 1:{0}
+  }}
+  zero {1}
+  {2}
+      {1}[{3}] = {4}
+  {5}
+}})",
+                                     p, store.substr(0, 1), loops, store.substr(2, store.size() - 3), value,
+                                     close));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool folded, memset;
+  };
+  std::vector<Case> cases;
+  for (const std::string p : {"f32", "f64", "f16", "bf16"}) {
+    cases.push_back({p + " contraction",
+                     routine(p, "for s in 0..12 { for e in 0..69 { for t in 0..18 {", "y[s, e]",
+                             fmt::format("add.{0}(y[s, e], mul.{0}(x[s, t], c[t, e]))", p), "} } }"),
+                     true, false});
+    cases.push_back({p + " row sum (rows in panels: memset kept)",
+                     routine(p, "for s in 0..12 { for t in 0..18 {", "m[s]",
+                             fmt::format("add.{0}(m[s], x[s, t])", p), "} }"),
+                     true, true});
+    cases.push_back({p + " sum of a row-invariant operand",
+                     routine(p, "for s in 0..12 { for t in 0..69 {", "m[s]",
+                             fmt::format("add.{0}(m[s], c[18, t])", p), "} }"),
+                     true, false});
+  }
+  cases.push_back({"row max",
+                   routine("f32", "for s in 0..12 { for t in 0..69 {", "m[s]",
+                           "max.f32(m[s], mul.f32(c[3, t], x[s, 0]))", "} }"),
+                   true, false});
+  cases.push_back({"part of the rows",
+                   routine("f32", "for s in 0..10 { for e in 0..69 { for t in 0..18 {", "y[s, e]",
+                           "add.f32(y[s, e], mul.f32(x[s, t], c[t, e]))", "} } }"),
+                   false, true});
+  cases.push_back(
+      {"a pointwise store next",
+       routine("f32", "for s in 0..12 { for e in 0..69 {", "y[s, e]", "mul.f32(c[3, e], x[s, 0])", "} }"),
+       false, true});
+  const std::regex folded(R"(start at \+0)"), memset_y(R"(memset\(n_[ym],)");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, folded), c.folded) << c.name;
+    if (c.folded) {
+      EXPECT_EQ(std::regex_search(src, memset_y), c.memset) << c.name;
+    }
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  auto progs = compile_c_batch(rs, test_options());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    for (std::uint64_t seed : {31u, 32u}) {  // twice: the second run gets its buffers back from the pool
+      TensorMap in = random_inputs(rs[i], seed);
+      in.at("x").data[5] = NAN;
+      in.at("c").data[100] = INFINITY;
+      in.at("c").data[3 * 70 + 9] = -INFINITY;
+      EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in))) << names[i];
+    }
   }
 }
 
