@@ -114,6 +114,8 @@ std::string fraction(double v) {
 // The wall-clock backstop of each induction query: they take 0.03–4 s on a loaded 2-core machine
 // (docs/bounds.md §5); nlsat does not honour the rlimit promptly.
 constexpr double kInductionQueryTimeoutS = 30;
+// Adversarial trials after a proof for every extent: a cross-check (a few per input family).
+constexpr int kProvedSearchTrials = 64;
 // The per-pattern reals certificate's reach when the induction is not proved.
 constexpr int kFallbackRealN = 3;
 
@@ -600,7 +602,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   const int trials = !recurrence ? scaled_search_trials(runner, limits.search_trials)
                      : !proved || !all_sizes
                          ? scaled_search_trials(runner, std::max(1, limits.search_trials / 4))
-                         : std::max(0, cross_check_runs(runner, std::max(1, limits.search_trials / 4)) - seeds);
+                         : std::max(0, cross_check_runs(runner, std::min(kProvedSearchTrials, limits.search_trials)) - seeds);
   if (auto found = search_counterexample(runner, trials, limits.seed)) {
     res.kind = VerdictKind::Refuted;
     res.message = "outside the bound: " + found->mismatch.text();

@@ -1,9 +1,13 @@
 #include "verify/size_reduction.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "core/checker.h"
@@ -211,6 +215,37 @@ std::string SizeReduction::text() const {
   return extents_text(extents);
 }
 
+namespace {
+
+// The source side of the substitutions, kept per process: every obligation of a tier round has
+// the same source (the same statement objects), so a 24-layer model resizes and checks it once,
+// not 96 times. The key holds the body it was computed from, so its address cannot be reused.
+struct ResizedSource {
+  StmtP from;  // keeps the key's body alive
+  Routine out;
+  bool ok = false;
+};
+std::mutex g_resized_mutex;
+std::map<std::string, ResizedSource> g_resized;
+
+std::pair<Routine, bool> resized_source(const Routine& r, std::int64_t V, std::int64_t v) {
+  std::string key = fmt::format("{}|{}|{}|{}|", static_cast<const void*>(r.body.get()), r.name, V, v);
+  for (const auto& n : r.nodes) key += fmt::format("{}[{}];", n.name, fmt::join(n.dims, ","));
+  for (const auto& [a, x] : r.attrs) key += fmt::format("{}={};", a, x);
+  {
+    std::lock_guard<std::mutex> lock(g_resized_mutex);
+    if (auto it = g_resized.find(key); it != g_resized.end()) return {it->second.out, it->second.ok};
+  }
+  Routine out = resize_routine(r, V, v);
+  const bool ok = well_formed(out);
+  std::lock_guard<std::mutex> lock(g_resized_mutex);
+  if (g_resized.size() >= 256) g_resized.clear();
+  g_resized.emplace(key, ResizedSource{r.body, out, ok});
+  return {out, ok};
+}
+
+}  // namespace
+
 ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap) {
   check_deadline("the cross-check instance");
   ShrunkPair res{src, tgt, {}};
@@ -219,8 +254,10 @@ ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap)
     for (const auto& n : r->nodes) extents.insert(n.dims.begin(), n.dims.end());
   for (std::int64_t V : extents) {
     if (V <= cap) break;
-    Routine s = resize_routine(res.src, V, cap), t = resize_routine(res.tgt, V, cap);
-    if (!well_formed(s) || !well_formed(t)) continue;
+    auto [s, src_ok] = resized_source(res.src, V, cap);
+    if (!src_ok) continue;
+    Routine t = resize_routine(res.tgt, V, cap);
+    if (!well_formed(t)) continue;
     res.src = std::move(s);
     res.tgt = std::move(t);
     res.extents.push_back(ExtentReduction{V, cap});
