@@ -24,15 +24,20 @@ inline EngineOptions engine_options(const std::string& tag, int search_trials = 
   return o;
 }
 
+// The tier's obligations on the attention `s` builds (online_softmax on).
+inline std::vector<Task> attention_tasks(const AttentionSpec& s) {
+  Config cfg;
+  cfg.set("online_softmax", "true");
+  return tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks;
+}
+
 // The tier's obligations on forward attention (batch 1, one head, online_softmax on).
 inline std::vector<Task> attention_tasks(std::int64_t seq, std::int64_t width, Prec prec = Prec::F32) {
   AttentionSpec s;
   s.sq = s.sk = seq;
   s.d = s.e = width;
   s.precision = prec;
-  Config cfg;
-  cfg.set("online_softmax", "true");
-  return tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks;
+  return attention_tasks(s);
 }
 
 // The tasks of one application of `shape` (the first one).

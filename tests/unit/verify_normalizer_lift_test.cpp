@@ -15,6 +15,7 @@
 #include "verify/engine.h"
 #include "verify/normalizer_lift.h"
 #include "verify/task.h"
+#include "verify_fixtures.h"
 
 namespace fp::verify {
 namespace {
@@ -28,9 +29,7 @@ std::vector<Task> tasks_of(std::int64_t seq, std::int64_t d, const std::string& 
   s.sq = s.sk = seq;
   s.d = s.e = d;
   s.mask = mask;
-  Config cfg;
-  cfg.set("online_softmax", "true");
-  return tier_tasks(build_attention(s), cfg, {}, "a.fp", "flashproof verify a.fp").tasks;
+  return testing::attention_tasks(s);
 }
 
 const Task& task(const std::vector<Task>& ts, const std::string& claim) {

@@ -41,6 +41,16 @@ void differential_cross_check(Verdict& v, const Task& t, const std::vector<std::
 
 }  // namespace
 
+Checker exact_lift_checker(std::string id, std::string description, LiftFunction lift) {
+  Checker c;
+  c.id = std::move(id);
+  c.description = std::move(description);
+  c.discharge = [lift = std::move(lift)](Verdict& v, const Task& t, const EngineOptions& o) {
+    discharge_exact_lift(v, t, o, lift(t, o));
+  };
+  return c;
+}
+
 void discharge_exact_lift(Verdict& v, const Task& t, const EngineOptions& o, const ExactLift& lift) {
   const std::vector<std::string> nodes = covered_nodes(t);
   const PairCheckOptions pco = pair_check_options(t, o);

@@ -4,6 +4,7 @@
 // family (verify/size_reduction.h shrink_pair) as a cross-check that can only agree. Without the
 // proof, the bitwise check at the routines' own sizes decides, scoped to those sizes.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,9 @@ struct ExactLift {
 };
 
 void discharge_exact_lift(Verdict& v, const Task& t, const EngineOptions& o, const ExactLift& lift);
+
+// A checker that runs `lift` and then discharge_exact_lift.
+using LiftFunction = std::function<ExactLift(const Task& t, const EngineOptions& o)>;
+Checker exact_lift_checker(std::string id, std::string description, LiftFunction lift);
 
 }  // namespace fp::verify

@@ -3,35 +3,25 @@
 // every extent (verify/value_pass_lift.h, Z3 over integers); the bitwise check of a small instance
 // runs too and can only agree (verify/checkers/exact_lift.h).
 
-#include <fmt/format.h>
-
 #include "verify/checkers/builtin.h"
 #include "verify/checkers/exact_lift.h"
 #include "verify/value_pass_lift.h"
 
 namespace fp::verify {
 
-namespace {
-
-void lift_then_check(Verdict& v, const Task& t, const EngineOptions& o) {
-  const std::string dump = dump_prefix(t, o);
-  const LiftResult lift = lift_value_pass(t.src, t.tgt, t.app, o.limits, dump.empty() ? "" : dump + "-lift");
-  discharge_exact_lift(v, t, o,
-                       ExactLift{lift.proved, lift.why_not, lift.steps,
-                                 "every target cell receives the same contributions in the same order for all "
-                                 "extents (Z3, integer arithmetic), each computed from the same values"});
-}
-
-}  // namespace
-
 Checker loop_permutation_lift_checker() {
-  Checker c;
-  c.id = "all-sizes-lift.loop-permutation";
-  c.description =
-      "loops moved inside a reduction keep every cell's summation order for all extents, plus the bitwise "
-      "check at the routine's sizes";
-  c.discharge = lift_then_check;
-  return c;
+  return exact_lift_checker(
+      "all-sizes-lift.loop-permutation",
+      "loops moved inside a reduction keep every cell's summation order for all extents, plus the bitwise check "
+      "of a small instance",
+      [](const Task& t, const EngineOptions& o) {
+        const std::string dump = dump_prefix(t, o);
+        const LiftResult lift =
+            lift_value_pass(t.src, t.tgt, t.app, o.limits, dump.empty() ? "" : dump + "-lift");
+        return ExactLift{lift.proved, lift.why_not, lift.steps,
+                         "every target cell receives the same contributions in the same order for all extents "
+                         "(Z3, integer arithmetic), each computed from the same values"};
+      });
 }
 
 }  // namespace fp::verify

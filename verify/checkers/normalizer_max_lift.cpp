@@ -9,26 +9,17 @@
 
 namespace fp::verify {
 
-namespace {
-
-void lift_then_check(Verdict& v, const Task& t, const EngineOptions& o) {
-  const NormalizerLift lift = lift_normalizer(t.src, t.tgt, t.app);
-  discharge_exact_lift(v, t, o,
-                       ExactLift{lift.proved, lift.why_not, lift.steps,
-                                 "the scan folds max over the same scores of each row in the same order from "
-                                 "-inf, for every extent (structural induction over the scan's steps)"});
-}
-
-}  // namespace
-
 Checker normalizer_max_lift_checker() {
-  Checker c;
-  c.id = "all-sizes-lift.normalizer-scan";
-  c.description =
-      "a scan's running max is the composed max reduction, bit for bit, for every extent, plus the bitwise "
-      "check of a small instance";
-  c.discharge = lift_then_check;
-  return c;
+  return exact_lift_checker(
+      "all-sizes-lift.normalizer-scan",
+      "a scan's running max is the composed max reduction, bit for bit, for every extent, plus the bitwise check "
+      "of a small instance",
+      [](const Task& t, const EngineOptions&) {
+        const NormalizerLift lift = lift_normalizer(t.src, t.tgt, t.app);
+        return ExactLift{lift.proved, lift.why_not, lift.steps,
+                         "the scan folds max over the same scores of each row in the same order from -inf, for "
+                         "every extent (structural induction over the scan's steps)"};
+      });
 }
 
 }  // namespace fp::verify
