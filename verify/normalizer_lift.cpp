@@ -86,10 +86,11 @@ void require_bijection(const std::vector<Loop>& loops, const AxisOf& axes, const
 
 // An index list, as the reference axes of the cells it names: idx[j] is the symbol whose
 // reference axis is the result's j-th entry.
+// -1 for an index that is not a plain loop symbol of `ref` (so it matches no axis).
 std::vector<int> in_reference(const std::vector<Index>& idx, const std::map<std::string, int>& ref) {
   std::vector<int> out;
   for (const auto& i : idx) {
-    auto it = ref.find(i.terms[0].sym);
+    auto it = i.is_plain_iterator() ? ref.find(i.terms[0].sym) : ref.end();
     out.push_back(it == ref.end() ? -1 : it->second);
   }
   return out;
@@ -385,12 +386,14 @@ class Lifter {
             "the scan's new sum is not the rescaled recurrence of docs/bounds.md");
     require(B[4]->kind == StmtKind::Set && B[4]->name == m_ && equal(B[4]->value, mn),
             "the scan does not store its running max to m");
-    require(in_reference(B[4]->indices, axes) == m_of_x_, "the scan stores the max at another row than the source");
+    plain_axes(tgt_, m_, B[4]->indices, loops, "the scan's store of the max");
+  require(in_reference(B[4]->indices, axes) == m_of_x_, "the scan stores the max at another row than the source");
     const ExprP stored = ternary(TernOp::Where, binary(BinOp::Eq, mn, constant(-INFINITY, q_), q_),
                                  constant(NAN, q_), ln, q_);
     require(B[5]->kind == StmtKind::Set && B[5]->name == l_ && equal(B[5]->value, stored),
             "the scan does not store where(max = -inf, NaN, sum) to l");
-    require(in_reference(B[5]->indices, axes) == l_of_x_, "the scan stores the sum at another row than the source");
+    plain_axes(tgt_, l_, B[5]->indices, loops, "the scan's store of the sum");
+  require(in_reference(B[5]->indices, axes) == l_of_x_, "the scan stores the sum at another row than the source");
   }
 
   const Routine& src_;

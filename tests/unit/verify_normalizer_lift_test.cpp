@@ -137,6 +137,11 @@ TEST(NormalizerLift, RefusesWhatIsNotTheRecurrence) {
   const NormalizerLift b = lift_normalizer(t.src, transposed, t.app);
   EXPECT_FALSE(b.proved);
   EXPECT_NE(b.why_not.find("reduced axis"), std::string::npos) << b.why_not;
+  // The max stored at a fixed head: not a plain loop symbol (and not every row).
+  const Routine fixed = edited(t.tgt, "row_max[b, s, h] = os_m_next_row_max", "row_max[b, s, 0] = os_m_next_row_max");
+  const NormalizerLift c = lift_normalizer(t.src, fixed, t.app);
+  EXPECT_FALSE(c.proved);
+  EXPECT_NE(c.why_not.find("not a plain loop symbol"), std::string::npos) << c.why_not;
   // The source unchanged against itself: no scan.
   EXPECT_FALSE(lift_normalizer(t.src, t.src, t.app).proved);
 }
