@@ -14,7 +14,8 @@
  *
  * fp_exp64, fp_exp32, max and min are written without data-dependent branches (every path is computed and
  * the result is selected at the end) so that loops calling them vectorize; the operations on the
- * selected path are exactly the sequence docs/semantics.md spells out, so the value is the same. */
+ * selected path are exactly the sequence docs/semantics.md spells out (fp_exp32: the same values,
+ * see its comment), so the value is the same. */
 #ifndef FLASHPROOF_CORE_NUMERICS_C_H
 #define FLASHPROOF_CORE_NUMERICS_C_H
 
@@ -453,8 +454,8 @@ FPC_FN double fpc_exp64(double x) {
 #define FPC_EXP32_C5 0x1.1110ep-7f
 #define FPC_EXP32_C6 0x1.6d44d2p-10f
 #define FPC_EXP32_C7 0x1.a1267p-13f
-#define FPC_EXP32_LOWEST -104.0f /* arguments are clamped to [LOWEST, HIGHEST]: exp(-104) rounds */
-#define FPC_EXP32_HIGHEST 89.0f  /* to +0 and exp(89) overflows, so the clamp changes no result */
+#define FPC_EXP32_LOWEST -104.0f /* the definition clamps arguments to [LOWEST, HIGHEST]: */
+#define FPC_EXP32_HIGHEST 89.0f  /* exp(-104) rounds to +0 and exp(89) overflows */
 
 #if defined(__CUDACC__)
 FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
@@ -469,23 +470,43 @@ FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
 #endif
 
 /* flashproof's binary32 exponential (exp.f32): a fixed sequence of binary32 + - * (no FMA, no
- * contraction), exactly docs/semantics.md section 5. Branch-free (the clamps and the NaN case are
- * selections), so that GCC vectorizes loops of it; a vector lane computes the same operations, so
- * the same bits. Within FPC_EXP32_MAX_ULP ulps of exp(x) (of the exact value's binade; the
- * subnormal range: ulps of 2^-149) on every f32 input (measured over all 2^32: bench/exp_ulp_bench). */
+ * contraction), exactly docs/semantics.md section 5. Within FPC_EXP32_MAX_ULP ulps of exp(x) (of
+ * the exact value's binade; the subnormal range: ulps of 2^-149) on every f32 input (measured over
+ * all 2^32: bench/exp_ulp_bench).
+ *
+ * Written for vector loops (issue 11: 0.37 -> 0.27 ns an element with AVX-512), with the same bits
+ * as the step-by-step definition on every input (bench/exp32_equality_bench compares all 2^32
+ * against the previous, literal form):
+ * - The main path runs on x itself, not on the clamped xs, and the clamps become a selection at
+ *   the end: for -104 < x < 89 the clamps return x, so the main path computes exactly the defined
+ *   operations; for x <= -104 and x >= 89 the definition's result is +0 and +inf (the clamped
+ *   argument gives exp(-104) -> +0 and exp(89) -> +inf by the same arithmetic), which are selected
+ *   directly. (The literal clamps made GCC split the function into three paths and if-convert them
+ *   with masks: eight extra vector operations and the clamp on the critical path.)
+ * - The selections are bit blends of masks, not `c ? a : b`: GCC turned the conditional forms into
+ *   a branch (no vectorization) or split paths again.
+ * - For NaN x every path is computed on NaN (harmless) and x + x is selected, as defined. */
 #define FPC_EXP32_MAX_ULP 0.87 /* measured maximum 0.868039638 ulp (x = -0x1.4caf52p+2), rounded up */
 FPC_FN float fpc_exp32(float x) {
-  /* NaN fails both comparisons and goes to LOWEST; the last line returns it (quieted). Written as
-   * `a > b ? a : b` and `a < b ? a : b`, the forms of x86's maxps/minps (which return the second
-   * operand on NaN). */
-  const float lo_clamped = x > FPC_EXP32_LOWEST ? x : FPC_EXP32_LOWEST;
-  const float xs = lo_clamped < FPC_EXP32_HIGHEST ? lo_clamped : FPC_EXP32_HIGHEST;
-  /* xs = k ln2 + r, k = RN(xs/ln2) in [-150, 128], |r| <= ~ln2/2. rh is exact (k * hi is exact
-   * and Sterbenz applies); r = rh - rl is used only inside the polynomial: the sum keeps rh and
-   * rl apart, so r's own rounding reaches the result only through q. */
-  const float kf = (xs * FPC_EXP32_INV_LN2 + FPC_EXP32_SHIFTER) - FPC_EXP32_SHIFTER;
-  const fpc_i32 k = (fpc_i32)kf;
-  const float rh = xs - kf * FPC_EXP32_LN2_HI;
+  /* x = k ln2 + r, k = RN(x/ln2) in [-150, 128] for the selected x, |r| <= ~ln2/2. rh is exact
+   * (k * hi is exact and Sterbenz applies); r = rh - rl is used only inside the polynomial: the sum
+   * keeps rh and rl apart, so r's own rounding reaches the result only through q. */
+  const float v = x * FPC_EXP32_INV_LN2;
+  /* t = v + Shifter lies in [2^23, 2^24), where the spacing is 1, so t = Shifter + k exactly and
+   * its bits are bits(Shifter) + k: the integer k without a float-to-int conversion (undefined in
+   * C for the huge or NaN kf of unselected lanes). */
+  const float t = v + FPC_EXP32_SHIFTER;
+#if defined(__CUDACC__) || defined(FPC_EXP32_USE_SHIFTER) /* the latter: bench/exp32_equality_bench */
+  const float kf = t - FPC_EXP32_SHIFTER;
+#else
+  /* rintf(v) is the same integer as t - Shifter (both round v once, to nearest even, at the
+   * integers) but is one instruction in a vector loop (vroundps/vrndscaleps), off the t chain, so
+   * the critical path loses a dependent add. The two differ only in the sign of a zero kf (rint
+   * keeps v's sign), which changes no result: kf enters only products and differences whose zero
+   * signs are absorbed before y (checked over all 2^32 inputs: bench/exp32_equality_bench). */
+  const float kf = rintf(v);
+#endif
+  const float rh = x - kf * FPC_EXP32_LN2_HI;
   const float rl = kf * FPC_EXP32_LN2_LO;
   const float r = rh - rl;
   const float q =
@@ -496,14 +517,21 @@ FPC_FN float fpc_exp32(float x) {
   /* y * 2^k in two steps: k1 = floor(k/2) and k2 = k - k1 are in [-75, 64], so 2^k1 and 2^k2 are
    * normal binary32 values built from their biased exponents e1 = k1 + 127 = (k + 254) >> 1 and
    * e2 = k2 + 127 = (k + 254) - e1 (k + 254 > 0: a logical shift), y * 2^k1 is exact and the second
-   * product is the only rounding (gradual underflow, or overflow to +inf). */
-  const fpc_u32 kb = (fpc_u32)(k + 254);
+   * product is the only rounding (gradual underflow, or overflow to +inf). kb = k + 254 from t's
+   * bits (0x4b400000 = bits(Shifter)); unsigned, so unselected lanes wrap harmlessly. */
+  const fpc_u32 kb = fpc_bits_of_f32(t) - (0x4b400000u - 254u);
   const fpc_u32 e1 = kb >> 1;
   const fpc_u32 e2 = kb - e1;
   const float s1 = fpc_f32_from_bits(e1 << 23);
   const float s2 = fpc_f32_from_bits(e2 << 23);
   const float res = (y * s1) * s2;
-  return x != x ? x + x : res;
+  /* `&`, not `&&`: both comparisons are evaluated (no branch); NaN fails both. */
+  const fpc_u32 m_main = 0u - (fpc_u32)((x > FPC_EXP32_LOWEST) & (x < FPC_EXP32_HIGHEST));
+  const fpc_u32 m_inf = 0u - (fpc_u32)(x >= FPC_EXP32_HIGHEST);
+  const fpc_u32 m_nan = 0u - (fpc_u32)(x != x);
+  /* The three masks are disjoint; none set (x <= LOWEST) leaves the bits of +0. */
+  return fpc_f32_from_bits((fpc_bits_of_f32(res) & m_main) | (0x7f800000u & m_inf) |
+                           (fpc_bits_of_f32(x + x) & m_nan));
 }
 
 /* exp.f16 and exp.bf16 of an f16/bf16 value x (held exactly as a double): fpc_exp32 of the same
