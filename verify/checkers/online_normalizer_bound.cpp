@@ -27,15 +27,16 @@ Scope scope_of(const BoundedCheck& bc, bool induction, int real_n) {
   if (bc.all_sizes && induction)
     return Scope{true, fmt::format("all sizes: the recurrence for every extent (structural), the bound formula for "
                                    "every n (induction: Z3 over the reals, under the rounding model and the exp "
-                                   "assumption of docs/bounds.md); REL stated for n = {} (confirmed by MPFR "
-                                   "rows{}), REL(n) of the formula at other sizes",
+                                   "assumption of docs/bounds.md); REL stated for n = {} (the formula confirmed by "
+                                   "MPFR rows at the key counts the certificate lists{}), REL(n) of the "
+                                   "formula at other sizes",
                                    bc.bound.n, reals)};
   if (induction)
     return Scope{false, bc.scope + fmt::format("; the bound formula proved for every n by induction (Z3 over the "
                                                "reals, under the rounding model and the exp assumption of "
                                                "docs/bounds.md), checked at n = {} against the stated REL; "
-                                               "confirmed for n = {} by MPFR rows{}",
-                                               bc.bound.n, bc.bound.n, reals)};
+                                               "confirmed by MPFR rows at the key counts the certificate lists{}",
+                                               bc.bound.n, reals)};
   return Scope{false, bc.scope + fmt::format("; the bound formula argued for every n on paper (docs/bounds.md), its "
                                              "induction not proved (see the certificate); certified for n = {} by "
                                              "MPFR rows and n <= {} over the reals",
