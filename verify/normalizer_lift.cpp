@@ -121,7 +121,9 @@ struct Positions {
 class Lifter {
  public:
   Lifter(const Routine& src, const Routine& tgt, const Application& app)
-      : src_(src), tgt_(tgt), app_(app), S_(top_level_statements(src)), T_(top_level_statements(tgt)) {}
+      : src_(src), tgt_(tgt), app_(app), S_(top_level_statements(src)), T_(top_level_statements(tgt)) {
+    for (const auto& st : S_) census_.push_back(census_of(st));
+  }
 
   NormalizerLift run() {
     NormalizerLift res;
@@ -216,7 +218,7 @@ class Lifter {
   std::vector<std::size_t> writers_of(const std::string& node) const {
     std::vector<std::size_t> w;
     for (std::size_t i = 0; i < S_.size(); ++i)
-      if (census_of(S_[i]).writes.count(node)) w.push_back(i);
+      if (census_[i].writes.count(node)) w.push_back(i);
     return w;
   }
 
@@ -320,7 +322,7 @@ class Lifter {
 
   void census() {
     for (std::size_t i = 0; i < S_.size(); ++i) {
-      const Census c = census_of(S_[i]);
+      const Census& c = census_[i];
       if (i < pos_.anchor && i != pos_.a_init)
         require(!c.reads.count(m_), fmt::format("top-level statement {} reads {} before the max", i + 1, m_));
       if (i < pos_.c && i != pos_.c_init)
@@ -400,6 +402,7 @@ class Lifter {
   const Routine& tgt_;
   const Application& app_;
   std::vector<StmtP> S_, T_;
+  std::vector<Census> census_;  // of each source statement, computed once
   Positions pos_{};
   std::size_t scan_pos_ = 0;
   std::string x_, m_, n_, e_, l_;
