@@ -355,7 +355,7 @@ class CGenerator {
     if (!plan_.replayed[static_cast<std::size_t>(p)] && s.kind == StmtKind::Zero && zero_taken_by_next(p)) {
       em_.line(fmt::format("/* statement {}: zero {} — its cells start at +0 in the next statement */", p + 1,
                            sanitize_comment(s.name)));
-      pending_zero_ = s.name;
+      pending_zeros_.push_back(s.name);
     } else if (!plan_.replayed[static_cast<std::size_t>(p)]) {
       emit_pending_zero(s);
       std::optional<RowFusion> fusion = stack.empty() ? row_fusion(p) : std::nullopt;
@@ -999,8 +999,9 @@ class CGenerator {
     const Node& w = plan_.node(set.name);
     // A deferred `zero w` (zero_taken_by_next): the schedules that visit each cell once start its
     // accumulator at +0; the others zero the buffer first.
-    zero_start_ = pending_zero_ == w.name;
-    pending_zero_.clear();
+    const auto taken = std::find(pending_zeros_.begin(), pending_zeros_.end(), w.name);
+    zero_start_ = taken != pending_zeros_.end();
+    if (zero_start_) pending_zeros_.erase(taken);
     auto extent = [](const Stmt* l) { return l->to - l->from + 1; };
     // The lane loop: unit stride in w, else the largest extent.
     const Stmt* lane = nullptr;
@@ -1087,6 +1088,11 @@ class CGenerator {
     const std::vector<const Expr*> hoisted =
         row && !lane_first ? hoisted_invariants(set.value, w, lane, unroll, reduced_trips)
                            : std::vector<const Expr*>{};
+    // The same motion into column panels (panel_row_blocks): the reduced loop in chunks, so the
+    // budget holds for the smallest chunk.
+    const std::vector<const Expr*> panel_hoisted =
+        row && !lane_first ? hoisted_invariants(set.value, w, lane, kPanelBlocks * unroll, 16, true)
+                           : std::vector<const Expr*>{};
     const std::int64_t row_blocks = row ? extent(row) / unroll : 0;
     const bool has_rest = row && row_blocks * unroll < extent(row);
     // Two passes when the row loop has a remainder and comes first: full row blocks, then the rest.
@@ -1120,6 +1126,8 @@ class CGenerator {
             lane_groups(shape, w, lane, nl, width, groups, nullptr, Aff{}, 1, packed);
           }
         });
+      } else if (!rest_pass && column_panels(panel_hoisted, shape, w, row, unroll, row_blocks)) {
+        panel_row_blocks(panel_hoisted, shape, w, lane, row, width, groups, unroll, row_blocks, lane_blocks);
       } else {
         const std::string rb = em_.fresh(rest_pass ? "rr" : "rb");
         Aff row_aff =
@@ -1141,9 +1149,9 @@ class CGenerator {
   }
 
   // ---- a zero folded into the accumulation that follows it -----------------------------------
-  // `zero W` followed (only replayed definitions in between) by a reduction nest that stores every
-  // cell of W (each axis a target loop over the whole dimension, or a fixed 0 of a dimension of 1):
-  // the memset is deferred to that nest (pending_zero_), whose schedules that load each cell once
+  // `zero W` followed (only replayed definitions and zeros of other nodes in between) by a reduction
+  // nest that stores every cell of W (each axis a target loop over the whole dimension, or a fixed 0
+  // of a dimension of 1): the memset is deferred to that nest (pending_zeros_), whose schedules that load each cell once
   // (lanes, order_free_rows) start the cell at the literal +0 the buffer would hold — the same value
   // — and never read the buffer's old contents; the schedules that reload cells (rows in panels, a
   // single cell) run the memset first (zero_now). Saves a write and a read of W per run (the score
@@ -1152,8 +1160,11 @@ class CGenerator {
     if (!opts_.jam) return false;
     const Stmt& z = *plan_.top[static_cast<std::size_t>(p)];
     if (plan_.is_virtual(z.name)) return false;
+    // Past replayed definitions and zeros of other nodes (they neither read nor write W).
     std::size_t q = static_cast<std::size_t>(p) + 1;
-    while (q < plan_.top.size() && plan_.replayed[q]) ++q;
+    while (q < plan_.top.size() &&
+           (plan_.replayed[q] || (plan_.top[q]->kind == StmtKind::Zero && plan_.top[q]->name != z.name)))
+      ++q;
     if (q >= plan_.top.size()) return false;
     const std::optional<NestShape> shape = nest_shape(*plan_.top[q]);
     if (!shape || shape->reduced.empty() || shape->nest.set->name != z.name) return false;
@@ -1175,11 +1186,17 @@ class CGenerator {
   }
   // Before a statement that is not the reduction nest taking a deferred zero: the memset now.
   void emit_pending_zero(const Stmt& s) {
-    if (pending_zero_.empty()) return;
+    if (pending_zeros_.empty()) return;
+    if (s.kind == StmtKind::Zero) return;  // of another node (zero_taken_by_next looked past it)
     const std::optional<NestShape> shape = nest_shape(s);
-    if (shape && opts_.jam && !shape->reduced.empty() && shape->nest.set->name == pending_zero_) return;
-    em_.zero_node(plan_.node(pending_zero_));
-    pending_zero_.clear();
+    std::vector<std::string> kept;
+    for (const std::string& z : pending_zeros_) {
+      if (shape && opts_.jam && !shape->reduced.empty() && shape->nest.set->name == z)
+        kept.push_back(z);
+      else
+        em_.zero_node(plan_.node(z));
+    }
+    pending_zeros_ = std::move(kept);
   }
   // In a schedule that reads W's cells from the buffer: the deferred zero as a memset.
   void zero_now(const Node& w) {
@@ -1759,12 +1776,22 @@ class CGenerator {
         bind_row(k);
         acc.push_back(em_.fresh("a"));
         offs.push_back(em_.offset(w, set.indices));
-        em_.line(fmt::format("{} {} = {};", ct, acc.back(),
-                             zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, offs.back())));
+        std::string init = zero_start_ ? em_.literal(0.0, w.prec) : em_.load(w, offs.back());
+        if (chunk_ && zero_start_)  // only the first chunk starts at +0; later ones carry the cell on
+          init = fmt::format("{} ? {} : {}", chunk_->starts, init, em_.load(w, offs.back()));
+        em_.line(fmt::format("{} {} = {};", ct, acc.back(), init));
       }
     }
+    std::string reduced_var;
     for (const Stmt* r : shape.reduced) {
-      em_.open(em_.loop_header(*r));
+      if (chunk_) {
+        reduced_var = em_.fresh_named('s', r->sym);
+        em_.bind_sym(r->sym, Aff{{{reduced_var, 1}}, 0});
+        em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} < {1} + {2}LL; ++{0})", reduced_var, chunk_->first,
+                             chunk_->count));
+      } else {
+        em_.open(em_.loop_header(*r));
+      }
       em_.push_scope();
     }
     const std::int64_t trips = codegen::trip_count(shape.reduced);
@@ -1786,7 +1813,10 @@ class CGenerator {
         if (!invariants_.empty()) {
           const std::string at = reduced_linear(shape).str();
           for (const auto& [h, array] : invariants_)
-            em_.substitute_expr(h, fmt::format("{}[{} * {}LL + {}]", array, k, trips, at));
+            em_.substitute_expr(h, chunk_ ? fmt::format("{}[({} - {}) * {}LL + {} * {} + {}]", array, reduced_var,
+                                                        chunk_->first, chunk_->panel_rows, chunk_->row_block,
+                                                        rows, k)
+                                          : fmt::format("{}[{} * {}LL + {}]", array, k, trips, at));
         }
         const std::string v = em_.convert(em_.expr(set.value), set.value->prec, w.prec);
         em_.line(fmt::format("{} = {};", a, v));
@@ -1814,13 +1844,21 @@ class CGenerator {
   // computed ahead into an array at its own C type and read back: the same value, bit for bit,
   // computed once per row block instead of once per lane block. Declined (nothing hoisted) when
   // the arrays (rows × reduced iterations) would exceed the stack budget.
+  // With `direct`, a plain read of a node (not the stored one) that does not depend on the lane
+  // loop counts too (column panels copy it: panel_row_blocks).
   std::vector<const Expr*> hoisted_invariants(const ExprP& value, const Node& w, const Stmt* lane, int rows,
-                                              std::int64_t trips) const {
+                                              std::int64_t trips, bool direct = false) const {
     std::vector<const Expr*> out;
     std::int64_t budget = opts_.stack_limit;
+    auto direct_read = [&](const Expr& e) {
+      if (!direct || e.kind != ExprKind::Get || e.name == w.name || plan_.is_virtual(e.name)) return false;
+      for (const auto& idx : e.indices)
+        if (idx.canonical().mentions(lane->sym)) return false;
+      return true;
+    };
     std::function<void(const ExprP&)> visit = [&](const ExprP& e) {
       if (!e) return;
-      if (invariant_replay(*e, w, lane)) {
+      if (invariant_replay(*e, w, lane) || direct_read(*e)) {
         const std::int64_t cell = std::string(codegen::ctype(e->prec, Dialect::C)) == "double" ? 8 : 4;
         const std::int64_t bytes = saturating_mul(saturating_mul(trips, rows), cell);
         if (bytes <= budget) {
@@ -1894,6 +1932,137 @@ class CGenerator {
     em_.unbind_sym(row->sym);
   }
 
+  // ---- hoisted invariants read down a column: panels of many rows, in chunks -------------------
+  // precompute_invariants fills a row block's arrays reduced iteration by reduced iteration, the
+  // block's few rows innermost. When the hoisted expressions read their nodes contiguously along
+  // the row loop and with a large stride along the reduced loop (the score gradient read down its
+  // columns by the key gradient), each reduced iteration touches one cache line per node for 6
+  // values, and the lines of one column (a power-of-two stride apart) fall into a handful of cache
+  // sets: the fill re-fetched them from memory for every row block (11 of the 14 ms of grad_k at
+  // seq 2048). Here a panel covers kPanelBlocks row blocks (48 rows) and is filled with the rows
+  // innermost as a vector loop (whole lines, contiguous), laid out [reduced iteration][row]; the
+  // reduced loop runs in chunks sized so the panels stay within the stack budget, and each cell's
+  // accumulator is carried from chunk to chunk through its own cell (stored after a chunk, loaded
+  // before the next: the same value), so every cell still sees its reduced iterations in order and
+  // each value is the same expression on the same operands: bitwise the same result.
+  static constexpr int kPanelBlocks = 8;
+  struct ChunkState {
+    std::string first, starts, row_block;  // C: the chunk's first iteration, "it is the first chunk", block
+    std::int64_t count = 0, panel_rows = 0;
+  };
+  std::optional<ChunkState> chunk_;
+
+  bool column_panels(const std::vector<const Expr*>& hoisted, const NestShape& shape, const Node& w,
+                     const Stmt* row, int unroll, std::int64_t row_blocks) const {
+    if (hoisted.empty() || !opts_.jam || shape.reduced.size() != 1 || row_blocks < 2) return false;
+    const Stmt* r = shape.reduced[0];
+    if (r->kind == StmtKind::Scan && r->dir == ScanDir::Backward) return false;
+    // The accumulator travels through the cell between chunks: nothing else may read the cell.
+    std::vector<const Expr*> reads;
+    collect_reads(shape.nest.set->value, reads);
+    for (const Expr* g : reads)
+      if (plan_.is_virtual(g->name) && plan_.replay_reads(g->name).count(w.name) > 0) return false;
+    for (const Expr* h : hoisted) {
+      std::vector<const Expr*> hr;
+      ExprP alias(std::shared_ptr<const Expr>{}, h);
+      collect_reads(alias, hr);
+      for (const Expr* g : hr) {
+        const Node& x = plan_.node(g->name);
+        if (flat_coefficient(x, g->indices, row->sym) != 1) return false;
+        const std::int64_t down = flat_coefficient(x, g->indices, r->sym);
+        if (down > -16 && down < 16) return false;  // rows of the panel already share lines
+      }
+    }
+    return unroll >= 1;
+  }
+
+  void panel_row_blocks(const std::vector<const Expr*>& hoisted, const NestShape& shape, const Node& w,
+                        const Stmt* lane, const Stmt* row, int width, int groups, int unroll,
+                        std::int64_t row_blocks, std::int64_t lane_blocks) {
+    const Stmt* r = shape.reduced[0];
+    const std::int64_t blocks_per_panel = std::min<std::int64_t>(kPanelBlocks, row_blocks);
+    const std::int64_t panel_rows = blocks_per_panel * unroll;
+    std::int64_t cell_bytes = 0;
+    for (const Expr* h : hoisted)
+      cell_bytes += std::string(codegen::ctype(h->prec, Dialect::C)) == "double" ? 8 : 4;
+    const std::int64_t trips = r->to - r->from + 1;
+    std::int64_t chunk = std::max<std::int64_t>(16, opts_.stack_limit / (panel_rows * cell_bytes) / 16 * 16);
+    chunk = std::min(chunk, trips);
+    const std::int64_t panels = (row_blocks + blocks_per_panel - 1) / blocks_per_panel;
+    const std::string pb = em_.fresh("pb"), nb = em_.fresh("nb");
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", pb, panels));
+    em_.line(fmt::format("const fpc_i64 {0} = {1}LL - {2}LL * {3} < {2}LL ? {1}LL - {2}LL * {3} : {2}LL;", nb,
+                         row_blocks, blocks_per_panel, pb));
+    invariants_.clear();
+    for (const Expr* h : hoisted) {
+      const std::string array = em_.fresh("inv");
+      invariants_.emplace_back(h, array);
+      em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));", codegen::ctype(h->prec, Dialect::C), array,
+                           chunk * panel_rows));
+    }
+    // Full chunks in a loop, then the tail chunk: each with a constant trip count, so the lane
+    // loop around the reduced loop still vectorizes (GCC's outer-loop vectorization needs it).
+    const std::int64_t full = trips / chunk, tail = trips % chunk;
+    if (full > 0) {
+      const std::string ch = em_.fresh("ch");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", ch, full));
+      panel_chunk(shape, w, lane, row, width, groups, unroll, lane_blocks, pb, nb, panel_rows,
+                  fmt::format("{}LL + {}LL * {}", r->from, chunk, ch), chunk);
+      em_.close();
+    }
+    if (tail > 0)
+      panel_chunk(shape, w, lane, row, width, groups, unroll, lane_blocks, pb, nb, panel_rows,
+                  fmt::format("{}LL", r->from + full * chunk), tail);
+    invariants_.clear();
+    em_.close();
+  }
+
+  // One chunk of `count` reduced iterations from the C expression `first`: the panel's fill, then
+  // its row blocks over the chunk.
+  void panel_chunk(const NestShape& shape, const Node& w, const Stmt* lane, const Stmt* row, int width, int groups,
+                   int unroll, std::int64_t lane_blocks, const std::string& pb, const std::string& nb,
+                   std::int64_t panel_rows, const std::string& first, std::int64_t count) {
+    const Stmt* r = shape.reduced[0];
+    em_.open("");
+    ChunkState cs;
+    cs.first = em_.fresh("c0");
+    cs.count = count;
+    cs.panel_rows = panel_rows;
+    em_.line(fmt::format("const fpc_i64 {} = {};", cs.first, first));
+    cs.starts = fmt::format("{} == {}LL", cs.first, r->from);
+    // The fill: rows innermost, contiguous in the panel and in the nodes read.
+    const std::string v = em_.fresh_named('s', r->sym);
+    em_.bind_sym(r->sym, Aff{{{v, 1}}, 0});
+    em_.open(fmt::format("for (fpc_i64 {0} = {1}; {0} < {1} + {2}LL; ++{0})", v, cs.first, count));
+    em_.push_scope();
+    const std::string k = em_.fresh("k");
+    if (opts_.parallel) em_.line("#pragma omp simd");
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1} * {2}; ++{0})", k, nb, unroll));
+    em_.push_scope();
+    em_.bind_sym(row->sym, Aff{{{pb, panel_rows}, {k, 1}}, row->from});
+    for (const auto& [h, array] : invariants_) {
+      ExprP alias(std::shared_ptr<const Expr>{}, h);  // non-owning: the routine outlives this
+      em_.line(fmt::format("{}[({} - {}) * {}LL + {}] = {};", array, v, cs.first, panel_rows, k, em_.expr(alias)));
+    }
+    em_.pop_scope();
+    em_.close();
+    em_.unbind_sym(row->sym);
+    em_.pop_scope();
+    em_.close();
+    em_.unbind_sym(r->sym);
+    // The row blocks of the panel, each over this chunk of the reduced loop.
+    cs.row_block = em_.fresh("rb");
+    em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}; ++{0})", cs.row_block, nb));
+    chunk_ = cs;
+    const Aff row_aff{{{pb, panel_rows}, {cs.row_block, unroll}}, row->from};
+    lane_block_loop(lane, width * groups, lane_blocks, [&](const std::string& nl) {
+      lane_groups(shape, w, lane, nl, width, groups, row, row_aff, unroll, {});
+    });
+    chunk_.reset();
+    em_.close();
+    em_.close();
+  }
+
   static void collect_reads(const ExprP& e, std::vector<const Expr*>& out) {
     if (!e) return;
     if (e->kind == ExprKind::Get) out.push_back(e.get());
@@ -1926,7 +2095,7 @@ class CGenerator {
   bool simd_innermost_ = false;               // loops(): omp simd on the innermost loop
   std::optional<RowFusion> epilogue_;         // the pointwise statement to run per finished row
   bool epilogue_used_ = false;                // row_epilogue() emitted epilogue_
-  std::string pending_zero_;                  // a `zero` deferred to the next statement
+  std::vector<std::string> pending_zeros_;    // `zero`s deferred to the next statement that is not a zero
   bool zero_start_ = false;                   // reduction_nest: cells start at +0, not loaded
   std::set<int> fused_;                       // positions already run inside a row reduction
   std::map<const Expr*, std::string> tiles_;  // packed reads of the current block

@@ -824,6 +824,107 @@ TEST(ExecC, ZeroFoldedIntoAFullCoverAccumulationOnlyAndStaysBitwise) {
   }
 }
 
+// Column panels (exec/c_codegen.cpp panel_row_blocks): a lane-invariant operand read down a column
+// (contiguous along the row loop, a large stride along the reduced loop: the score gradient in the
+// key gradient, the probabilities in the value gradient) is copied into panels of 8 row blocks,
+// the reduced loop in chunks with each accumulator carried through its cell. Extents that fill no
+// panel, chunk or lane block evenly (59 rows: 9 blocks of 6 in panels of 8 and 1, plus 5 rows;
+// 701 reduced iterations: full chunks and a tail), replayed chains and plain reads, every
+// precision, a deferred zero (the first chunk starts at +0), NaN and ±inf: bitwise against the
+// interpreter. A read with the rows' stride instead (h[t, s]) takes no panel.
+TEST(ExecC, ColumnPanelsForOperandsReadDownAColumnStayBitwise) {
+  auto routine = [](const std::string& p, const std::string& read) {
+    return parse_checked(fmt::format(R"(routine panels {{
+  node a : {0}[701, 59] materialized input
+  node g : {0}[701, 59] materialized input
+  node b : {0}[701, 21] materialized input
+  node h : {0}[59, 701] materialized input
+  node m : {0}[701, 59] materialized
+  node y : {0}[59, 21] materialized output
+  for s in 0..700 {{
+    for t in 0..58 {{
+      m[s, t] = mul.{0}(where.{0}(lt.i32(idx.i32(t), idx.i32(s + 1)), mul.{0}(a[s, t], g[s, t]), 0:{0}), 0.125:{0})
+    }}
+  }}
+  zero y
+  for t in 0..58 {{
+    for e in 0..20 {{
+      for s in 0..700 {{
+        y[t, e] = add.{0}(y[t, e], mul.{0}({1}, b[s, e]))
+      }}
+    }}
+  }}
+}})",
+                                     p, read));
+  };
+  struct Case {
+    std::string name;
+    Routine r;
+    bool panel;
+  };
+  std::vector<Case> cases;
+  for (const std::string p : {"f32", "f64", "f16", "bf16"}) {
+    cases.push_back({p + " replayed chain down a column", routine(p, "m[s, t]"), true});
+    cases.push_back({p + " plain read down a column", routine(p, "a[s, t]"), true});
+  }
+  cases.push_back({"read along the rows' stride", routine("f32", "h[t, s]"), false});
+  const std::regex panel(R"(\bpb[0-9]+ < )");
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const Case& c : cases) {
+    const std::string src = generate_c(make_plan(c.r, test_options().placement));
+    EXPECT_EQ(std::regex_search(src, panel), c.panel) << c.name;
+    rs.push_back(c.r);
+    names.push_back(c.name);
+  }
+  auto progs = compile_c_batch(rs, test_options());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    for (std::uint64_t seed : {41u, 42u}) {
+      TensorMap in = random_inputs(rs[i], seed);
+      in.at("a").data[7 * 59 + 3] = NAN;
+      in.at("a").data[400 * 59 + 50] = INFINITY;
+      in.at("g").data[650 * 59 + 58] = -INFINITY;
+      in.at("b").data[690 * 21 + 20] = NAN;
+      EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in))) << names[i];
+    }
+  }
+}
+
+// A zero is deferred past zeros of other nodes to the accumulation that stores every cell (the
+// gradient buffers of a training step are zeroed together): its memset goes, the others stay.
+TEST(ExecC, ZeroDeferredPastZerosOfOtherNodes) {
+  Routine r = parse_checked(R"(routine zz {
+  node x : f32[13, 19] materialized input
+  node c : f32[19, 70] materialized input
+  node y : f32[13, 70] materialized output
+  node z : f32[13, 70] materialized output
+  zero y
+  zero z
+  for s in 0..12 {
+    for e in 0..69 {
+      for t in 0..18 {
+        y[s, e] = add.f32(y[s, e], mul.f32(x[s, t], c[t, e]))
+      }
+    }
+  }
+  for s in 0..12 {
+    for e in 0..69 {
+      z[s, e] = add.f32(z[s, e], y[s, e])
+    }
+  }
+})");
+  const std::string src = generate_c(make_plan(r, test_options().placement));
+  EXPECT_TRUE(std::regex_search(src, std::regex(R"(zero y .* start at \+0)")));
+  EXPECT_FALSE(std::regex_search(src, std::regex(R"(memset\(n_y,)")));
+  EXPECT_TRUE(std::regex_search(src, std::regex(R"(memset\(n_z,)")));
+  auto progs = compile_c_batch({r}, test_options());
+  for (std::uint64_t seed : {51u, 52u}) {
+    TensorMap in = random_inputs(r, seed);
+    in.at("x").data[4] = NAN;
+    EXPECT_TRUE(bitwise_equal(interpret(r, in), progs[0]->run(in)));
+  }
+}
+
 // Buffers of 1 MiB or more are pooled across runs (exec/c_codegen.cpp fpx_pool_*): a program run
 // again gets its released buffers back, so one whose first writer reads the initial zeros must be
 // zeroed again — two runs on different inputs, and a second program of the same shapes in the
