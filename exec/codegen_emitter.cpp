@@ -514,9 +514,23 @@ std::string Emitter::unary(const Expr& e) {
   FP_UNREACHABLE("unknown unary op");
 }
 
+// An i32 operand whose value is exactly a 64-bit index expression: idx.i32 of an index that fits
+// in i32 (no saturation: the narrowing is the identity). Compared as 64-bit integers, two such
+// operands order exactly as their i32 values do, without narrowing a 64-bit loop index per lane
+// (a causal mask's compare: the narrowing permutes were a fifth of the masked row pass).
+std::optional<std::string> Emitter::wide_index(const Expr& e) {
+  if (e.kind != ExprKind::EmbedIndex || e.prec != Prec::I32 || e.indices.size() != 1) return std::nullopt;
+  if (!fits_i32(e.indices[0])) return std::nullopt;
+  return "(" + index_aff(e.indices[0]).str() + ")";
+}
+
 std::string Emitter::binary(const Expr& e) {
   FP_INTERNAL_CHECK(e.args.size() == 2, "binary op with {} operands", e.args.size());
   const Prec p = e.prec;
+  if (p == Prec::I32 && (e.binop() == BinOp::Lt || e.binop() == BinOp::Eq)) {
+    const std::optional<std::string> wa = wide_index(*e.args[0]), wb = wide_index(*e.args[1]);
+    if (wa && wb) return fmt::format("({} {} {} ? 1 : 0)", *wa, e.binop() == BinOp::Lt ? "<" : "==", *wb);
+  }
   const std::string a = convert(expr(e.args[0]), e.args[0]->prec, p);
   const std::string b = convert(expr(e.args[1]), e.args[1]->prec, p);
   auto arith = [&](const char* op, const char* i32fn) -> std::string {

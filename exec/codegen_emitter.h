@@ -120,6 +120,8 @@ class Emitter {
   // idx.i32 of `idx` never saturates: its magnitude stays below 2^31 for every value its symbols
   // can take (the loops' ranges and the nodes' dimensions bound them).
   bool fits_i32(const Index& idx);
+  // The 64-bit index expression an i32 operand equals exactly (an idx.i32 that fits), if any.
+  std::optional<std::string> wide_index(const Expr& e);
   std::string convert(const std::string& code, Prec from, Prec to) const;
   std::string literal(double v, Prec p) const;
   std::string load(const Node& n, const Aff& off);

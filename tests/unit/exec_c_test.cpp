@@ -333,10 +333,14 @@ TEST(ExecC, IndexToI32IsAnIntegerSaturationEqualToTheInterpreters) {
   node x : f32[6, 5] materialized input
   node y : i32[6, 5] materialized output
   node z : f32[6, 5] materialized output
+  node u : f32[6, 5] materialized output
+  node w : f32[6, 5] materialized output
   for s in 0..5 {
     for t in 0..4 {
       y[s, t] = add.i32(idx.i32(1000000000*s - 2500000000 + t), idx.i32(1152921504606846976*t - 3*s - 1))
       z[s, t] = where.f32(lt.i32(idx.i32(t), idx.i32(s - 1)), x[s, t], -inf:f32)
+      u[s, t] = where.f32(lt.i32(idx.i32(1000000000*s - 2500000000 + t), idx.i32(t - 4)), x[s, t], 2:f32)
+      w[s, t] = where.f32(eq.i32(idx.i32(t + 1), idx.i32(s)), x[s, t], 3:f32)
     }
   }
 })");
@@ -350,6 +354,8 @@ TEST(ExecC, IndexToI32IsAnIntegerSaturationEqualToTheInterpreters) {
   EXPECT_EQ(causal.find("2147483647LL"), std::string::npos);
   EXPECT_NE(c.find("2147483647LL"), std::string::npos);
   EXPECT_NE(c.find("((fpc_i32)("), std::string::npos);
+  // Two fitting indices compare as 64-bit integers (Emitter::wide_index): no narrowing per lane.
+  EXPECT_EQ(causal.find("((fpc_i32)("), std::string::npos);
   expect_bitwise({r}, {"idx.i32"});
 }
 
