@@ -18,8 +18,10 @@ namespace {
 // `src` with only `app`'s statements rewritten as in `all` (the round's target with every sibling
 // application of the shape). Aligns the two top-level statement lists: a statement the member
 // left alone is the very same pointer (rewrites' rebuild keeps them); an application's anchor
-// (its first statement) is replaced in place; its other statements are either kept (same pointer)
-// or deleted. nullopt when the lists do not align that way.
+// (its first statement) is replaced in place by one statement or a run of them (the block fold:
+// the fold, then the definitions it moved behind it, which are the source's own statements); its
+// other statements are either kept (same pointer, at its aligned place) or deleted. Nodes the
+// member declared (the fold's tiles) are added. nullopt when the lists do not align that way.
 std::optional<Routine> isolate(const Routine& src, const Routine& all,
                                const std::vector<const Application*>& siblings, const Application& app) {
   std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(all);
@@ -29,17 +31,27 @@ std::optional<Routine> isolate(const Routine& src, const Routine& all,
     anchors.insert(static_cast<std::size_t>(a->statements[0] - 1));
     for (int p : a->statements) touched.insert(static_cast<std::size_t>(p - 1));
   }
-  std::map<std::size_t, StmtP> replaced;
+  // A replacement run ends at the next statement of T that is a later source statement.
+  auto later_source = [&](std::size_t i, const StmtP& t) {
+    for (std::size_t k = i + 1; k < S.size(); ++k)
+      if (S[k] == t) return true;
+    return false;
+  };
+  std::map<std::size_t, std::vector<StmtP>> replaced;
+  std::set<const Stmt*> aligned;  // statements of T kept at their own place
   std::size_t j = 0;
   for (std::size_t i = 0; i < S.size(); ++i) {
     if (j < T.size() && S[i] == T[j]) {
+      aligned.insert(T[j].get());
       ++j;
       continue;
     }
     if (!touched.count(i)) return std::nullopt;
     if (anchors.count(i)) {
       if (j >= T.size()) return std::nullopt;
-      replaced[i] = T[j++];
+      std::vector<StmtP>& run = replaced[i];
+      run.push_back(T[j++]);
+      while (j < T.size() && !later_source(i, T[j])) run.push_back(T[j++]);
     }
   }
   if (j != T.size()) return std::nullopt;
@@ -50,14 +62,15 @@ std::optional<Routine> isolate(const Routine& src, const Routine& all,
     if (!mine.count(i)) {
       out.push_back(S[i]);
     } else if (auto it = replaced.find(i); it != replaced.end()) {
-      out.push_back(it->second);
-    } else {
-      bool kept = std::find(T.begin(), T.end(), S[i]) != T.end();
-      if (kept) out.push_back(S[i]);
+      for (const StmtP& st : it->second) out.push_back(st);
+    } else if (aligned.count(S[i].get())) {
+      out.push_back(S[i]);
     }
   }
   Routine r = src;
   r.body = seq(std::move(out));
+  for (const Node& n : all.nodes)
+    if (!r.find_node(n.name)) r.nodes.push_back(n);
   return r;
 }
 

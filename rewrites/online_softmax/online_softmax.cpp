@@ -3,7 +3,9 @@
 #include <map>
 #include <set>
 
+#include "core/ir_visit.h"
 #include "rewrites/name_minter.h"
+#include "rewrites/online_softmax/block_fold.h"
 #include "rewrites/online_softmax/mutants.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
 #include "rewrites/online_softmax/routine_view.h"
@@ -11,11 +13,39 @@
 
 namespace fp {
 
+namespace {
+
+// Removes the declarations of `candidates` no statement mentions any more (the score chain and
+// the probabilities a fold consumed), unless the caller binds or reads them (inputs, outputs,
+// requested nodes).
+void drop_unreferenced(Routine& r, const std::set<std::string>& candidates) {
+  std::set<std::string> used;
+  for_each_stmt(r.body, [&](const Stmt& s) {
+    if (s.kind == StmtKind::Set || s.kind == StmtKind::Zero) used.insert(s.name);
+    for_each_own_expr(s, [&](const ExprP& e) {
+      for_each_expr(e, [&](const Expr& x) {
+        if (x.kind == ExprKind::Get) used.insert(x.name);
+      });
+    });
+  });
+  std::erase_if(r.nodes, [&](const Node& n) {
+    return candidates.count(n.name) && !used.count(n.name) && !n.is_input && !n.is_output &&
+           n.mode != MemMode::Requested;
+  });
+}
+
+}  // namespace
+
 MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) {
   using namespace osm;
   auto enabled = [&](const char* id) { return !ctx.shape_enabled || ctx.shape_enabled(id); };
   const bool scan_on = enabled(kNormalizerScanId);
   const bool hoist_on = enabled(kValuePassHoistId);
+  const bool fold_on = enabled(kBlockFoldId);
+  // online_softmax_block: B > 0 folds; 0 keeps the two-pass form; `auto` is 0 on every target
+  // until the fold's proofs and the CPU block sweep land (docs/online_softmax.md).
+  std::int64_t block = 0;
+  if (ctx.config) block = ctx.config->integer_or_auto("online_softmax_block").value_or(0);
 
   MemberOutput out;
   RoutineView view(r);
@@ -33,8 +63,39 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   NameMinter names(r);
   std::map<int, std::vector<StmtP>> replacements;
   std::set<int> consumed;
+  std::vector<Node> tiles;
+  std::set<std::string> folded_nodes;  // nodes a fold may have left without any statement
   for (const auto& nz : search.found) {
     for (int p : {nz.a_init, nz.a, nz.c_init, nz.c}) consumed.insert(p);
+    if (block > 0 && fold_on) {
+      // Shape 4 first: the fold replaces the normalizer and its value pass; a decline leaves the
+      // two-pass form to shapes 1-2.
+      auto fold = match_fold(view, nz, block);
+      bool overlaps = false;
+      if (auto* plan = std::get_if<FoldPlan>(&fold))
+        for (int p : plan->consumed)
+          overlaps = overlaps || replacements.count(p) > 0 || (consumed.count(p) > 0 &&
+                     p != nz.a_init && p != nz.a && p != nz.c_init && p != nz.c);
+      if (auto* plan = std::get_if<FoldPlan>(&fold); plan && !overlaps && !replacements.count(plan->f_at)) {
+        FoldEmission em = emit_fold(*plan, view, names);
+        Application app = fold_application(*plan, view, em);
+        app.round = ctx.round;
+        out.applications.push_back(std::move(app));
+        for (int p : plan->consumed) {
+          replacements[p] = {};
+          consumed.insert(p);
+        }
+        replacements[plan->f_at] = em.stmts;
+        consumed.insert(plan->f_at);
+        for (auto& t : em.tiles) tiles.push_back(std::move(t));
+        folded_nodes.insert(plan->consumed_nodes.begin(), plan->consumed_nodes.end());
+        continue;
+      }
+      if (auto* d = std::get_if<Decline>(&fold)) {
+        d->round = ctx.round;
+        out.declines.push_back(std::move(*d));
+      }
+    }
     if (!scan_on) continue;
     StmtP scan = emit_normalizer_scan(nz, names);
     Application app = normalizer_application(nz, view, *scan);
@@ -66,6 +127,8 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
     }
   }
   out.routine = replacements.empty() ? r : view.rebuild(replacements);
+  for (auto& t : tiles) out.routine.nodes.push_back(std::move(t));
+  if (!tiles.empty()) drop_unreferenced(out.routine, folded_nodes);
   return out;
 }
 
@@ -79,8 +142,8 @@ std::vector<ConfigKeySpec> online_softmax_keys() {
       ConfigKeySpec{"online_softmax_backward", ConfigType::Bool, "false", {{"approximate", "true"}}, true,
                     "the fused backward (shape 3; not implemented yet: shapes 1 and 2 apply)"},
       ConfigKeySpec{"online_softmax_block", ConfigType::IntOrAuto, "0", {{"approximate", "auto"}}, true,
-                    "block size of the FlashAttention fold (shape 4; 0: the two-pass form; not implemented "
-                    "yet: shapes 1 and 2 apply)"},
+                    "block size of the FlashAttention-2 block fold (shape 4): B > 0 folds, 0 keeps the two-pass "
+                    "form; auto is 0 until the CPU block sweep chooses a size"},
   };
 }
 
@@ -90,7 +153,7 @@ Member online_softmax_member() {
   Member m;
   m.id = kOnlineSoftmaxId;
   m.gate = "online_softmax";
-  m.version = "1";
+  m.version = "2";
   m.description =
       "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
       "probabilities once (default off; on in the approximate profile)";
@@ -112,6 +175,20 @@ Member online_softmax_member() {
                 {ClaimSpec{"value-pass", ObligationKind::Exact, "all-sizes-lift.loop-permutation",
                            "every target cell receives the same contributions in the same order"}},
                 osm::value_pass_mutants},
+      ShapeInfo{osm::kBlockFoldId,
+                "exact (max), bounded (sum, output)",
+                "with online_softmax_block = B > 0, a normalizer and its value pass become one scan per row over "
+                "key blocks of B (FlashAttention-2): the block's scores into a tile, the running max and rescaled "
+                "sum, the numerator tile rescaled and accumulating p*v, O = U / l on the last block",
+                {ClaimSpec{"fold-max", ObligationKind::Exact, "bitwise",
+                           "the fold's running max is the composed max, bit for bit (padded cells are -inf)"},
+                 ClaimSpec{"fold-sum", ObligationKind::Bounded, "certified-bound.block-fold",
+                           "the fold's rescaled sum is the composed sum within the fold's bound (not derived yet: "
+                           "unknown)"},
+                 ClaimSpec{"fold-output", ObligationKind::Bounded, "certified-bound.block-fold",
+                           "the fold's output is the composed (p / l)*v within the fold's bound (not derived yet: "
+                           "unknown)"}},
+                {}},
   };
   m.apply = rewrite_online_softmax;
   return m;

@@ -1,21 +1,24 @@
 #pragma once
 // The online-softmax member of the rewrite tier (id `online-softmax`, gate `online_softmax`):
-// shapes 1 and 2 of the specification (docs/online_softmax.md, "From the specification"). Its
+// shapes 1, 2 and 4 of the specification (docs/online_softmax.md, "From the specification"). Its
 // shapes, applied in this order within one application of the member:
+//   4. online-softmax.block-fold (block_fold.h), only with online_softmax_block = B > 0: a
+//      normalizer and its value pass become one scan per row over key blocks of B; a normalizer
+//      it declines goes on to shape 1.
 //   1. online-softmax.normalizer-scan (normalizer_scan.h): every (max, sum-of-shifted-exp) pair
 //      over one axis becomes one scan per row; bounded claim.
 //   2. online-softmax.value-pass-hoist (value_pass_hoist.h): every reduction consuming the
 //      normalized probabilities reads them once, its other loops moved innermost; exact claim.
 // The hoist only fires in a routine where shape 1 recognized a normalizer (whether or not shape 1
-// is enabled to rewrite it) and never on a normalizer's own statements.
+// is enabled to rewrite it) and never on a normalizer's own statements or a fold's.
 //
 // Idempotent, as the tier's fixpoint requires: the output has no max-reduction nest left to anchor
-// a normalizer on (the max nest became loops around a scan, which is not a nest), hence no
+// a normalizer on (the max nest became loops around a scan, or was folded away), hence no
 // normalized nodes and no hoist candidates; a hoisted reduction is no longer a nest either.
 //
-// online_softmax_backward and a positive online_softmax_block select shapes 3 and 4, which this
-// version of the tier does not implement: with them set, shapes 1 and 2 apply as above (the
-// specification's fallback when those shapes decline; docs/online_softmax.md).
+// online_softmax_backward selects shape 3, which this version of the tier does not implement:
+// with it set, shapes 1 and 2 apply as above (the specification's fallback when that shape
+// declines). online_softmax_block = auto resolves to 0 until the CPU block sweep chooses a size.
 
 #include "rewrites/member.h"
 

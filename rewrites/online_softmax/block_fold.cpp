@@ -1,0 +1,749 @@
+#include "rewrites/online_softmax/block_fold.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/numerics.h"
+
+namespace fp::osm {
+
+// What the match found, in the routine's own terms.
+struct FoldMatch {
+  Normalizer nz;
+  std::int64_t block = 0;
+  int p_pos = -1, z_o = -1, f_at = -1, s_zero = -1, s_pos = -1;
+  std::string p, o, v, s;
+  Prec s_prec = Prec::F32;
+  std::vector<int> chain;                   // pointwise chain definitions, x's first
+  std::vector<int> moved, dead;             // row-state definitions (program order)
+  bool m_live = false, l_live = false;
+  std::vector<NestLoop> value_loops;        // the value pass's loops indexing O only
+  const Nest* value_nest = nullptr;
+  const Nest* score_nest = nullptr;
+  std::vector<const Nest*> chain_nests;     // x's first
+  bool score_chain_removed = false;
+};
+
+namespace {
+
+struct Fail {
+  std::string code, sentence;
+};
+
+std::string pos_text(int p) { return fmt::format("statement {}", p + 1); }
+
+bool is_get(const ExprP& e) { return e && e->kind == ExprKind::Get; }
+
+// Plain iterator of the nest at every axis (fixed allowed on unit axes), no symbol twice, all
+// loops used: a store that writes one cell per iteration and every cell of `node`.
+bool stores_whole(const Nest& nest, const Node& node) {
+  std::set<std::string> seen;
+  for (std::size_t a = 0; a < nest.store->indices.size(); ++a) {
+    const Index i = nest.store->indices[a].canonical();
+    if (i.is_fixed()) {
+      if (node.dims[a] != 1 || i.offset != 0) return false;
+      continue;
+    }
+    if (!i.is_plain_iterator()) return false;
+    const NestLoop* l = nest.loop(i.terms[0].sym);
+    if (!l || l->from != 0 || l->to != node.dims[a] - 1 || !seen.insert(l->sym).second) return false;
+  }
+  return seen.size() == nest.loops.size();
+}
+
+// A read of `node` at exactly the cell the nest stores.
+bool reads_at_store(const Expr& g, const Nest& nest) {
+  if (g.indices.size() != nest.store->indices.size()) return false;
+  for (std::size_t a = 0; a < g.indices.size(); ++a)
+    if (!(g.indices[a].canonical() == nest.store->indices[a].canonical())) return false;
+  return true;
+}
+
+void collect_gets(const ExprP& e, std::vector<const Expr*>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Get) out.push_back(e.get());
+  for (const auto& a : e->args) collect_gets(a, out);
+}
+
+// The score chain under x: pointwise single-writer nests of x's shape, each read at its own cell,
+// down to a node written only by `zero` and one product accumulation over the same cells.
+std::variant<bool, Fail> match_chain(const RoutineView& view, FoldMatch& fm) {
+  const Node* x = view.node(fm.nz.x);
+  std::set<std::string> visited;
+  std::vector<std::string> todo = {fm.nz.x};
+  auto fail = [&](std::string s) { return Fail{"scores-not-contraction", std::move(s)}; };
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    if (!visited.insert(name).second) continue;
+    const Node* n = view.node(name);
+    if (!n || n->dims != x->dims)
+      return fail(fmt::format("{} in the chain of the scores {} does not have their shape", name, fm.nz.x));
+    const std::vector<int>& ws = view.writers(name);
+    if (ws.size() == 2 && view.line(ws[0]).stmt->kind == StmtKind::Zero && view.line(ws[1]).nest) {
+      const Nest& nest = *view.line(ws[1]).nest;
+      auto red = reduction_of(nest);
+      const ExprP& o = red ? red->other : nullptr;
+      if (!red || red->op != BinOp::Add || !o || o->kind != ExprKind::Binary || o->binop() != BinOp::Mul ||
+          !is_get(o->args[0]) || !is_get(o->args[1]))
+        return fail(fmt::format("{} ({}) is not one accumulation of a product of two reads", name,
+                                pos_text(ws[1])));
+      if (!fm.s.empty())
+        return fail(fmt::format("the chain of {} reaches two contractions ({} and {})", fm.nz.x, fm.s, name));
+      // The contraction's target loops cover S; its other loops are the reduced ones.
+      std::set<std::string> target;
+      for (const auto& raw : nest.store->indices) {
+        const Index i = raw.canonical();
+        if (i.is_fixed()) continue;
+        if (!i.is_plain_iterator()) return fail(fmt::format("{} is stored at a non-plain index", name));
+        const NestLoop* l = nest.loop(i.terms[0].sym);
+        if (!l || !target.insert(l->sym).second) return fail(fmt::format("{} is stored at a non-plain index", name));
+      }
+      for (std::size_t a = 0; a < nest.store->indices.size(); ++a) {
+        const Index i = nest.store->indices[a].canonical();
+        if (i.is_fixed() ? (n->dims[a] != 1 || i.offset != 0)
+                         : (nest.loop(i.terms[0].sym)->from != 0 || nest.loop(i.terms[0].sym)->to != n->dims[a] - 1))
+          return fail(fmt::format("the contraction into {} does not write every cell of it", name));
+      }
+      for (const auto& l : nest.loops)
+        if (l.dead()) return fail(fmt::format("loop {} of the contraction into {} runs zero times", l.sym, name));
+      fm.s = name;
+      fm.s_zero = ws[0];
+      fm.s_pos = ws[1];
+      fm.score_nest = &nest;
+      fm.s_prec = n->prec;
+      continue;
+    }
+    auto def = view.definition(name);
+    if (!def) return fail(fmt::format("{} in the chain of the scores {} is not defined once, pointwise", name, fm.nz.x));
+    const Nest& nest = *view.line(*def).nest;
+    if (!stores_whole(nest, *n))
+      return fail(fmt::format("{} ({}) does not store every cell of {} one per iteration", name, pos_text(*def), name));
+    fm.chain.push_back(*def);
+    fm.chain_nests.push_back(&nest);
+    std::vector<const Expr*> gets;
+    collect_gets(nest.store->value, gets);
+    for (const Expr* g : gets) {
+      const Node* r = view.node(g->name);
+      if (!r) continue;
+      if (r->dims == x->dims && (view.definition(g->name) || view.writers(g->name).size() == 2) &&
+          !r->is_input) {
+        if (!reads_at_store(*g, nest))
+          return fail(fmt::format("{} reads {} at another cell than the one it defines", name, g->name));
+        todo.push_back(g->name);
+      }
+    }
+  }
+  if (fm.s.empty()) return fail(fmt::format("the chain of the scores {} reaches no contraction", fm.nz.x));
+  return true;
+}
+
+// Nodes a statement writes are not read by the fold: the fold's inputs are a, b, v and the
+// chain's leaves; none may be written between `lo` and f_at.
+std::optional<Fail> inputs_unwritten(const RoutineView& view, const FoldMatch& fm, const std::set<std::string>& in,
+                                     int lo) {
+  for (const std::string& node : in) {
+    for (int w : view.writers(node))
+      if (w > lo && w < fm.f_at)
+        return Fail{"input-written-in-span",
+                    fmt::format("{} writes {}, which the fold reads, between the scores ({}) and the value pass "
+                                "({})",
+                                pos_text(w), node, pos_text(lo), pos_text(fm.f_at))};
+  }
+  return std::nullopt;
+}
+
+std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& nz, std::int64_t block) {
+  FoldMatch fm;
+  fm.nz = nz;
+  fm.block = block;
+  // P = e / l, directly, and the value pass reading it.
+  int value_pass = -1;
+  bool indirect = false;
+  for (int pp : view.readers(nz.e)) {
+    const Line& li = view.line(pp);
+    if (!li.nest || !is_pointwise(*li.nest)) continue;
+    const ExprP& val = li.nest->store->value;
+    const bool direct = val->kind == ExprKind::Binary && val->binop() == BinOp::Div && is_get(val->args[0]) &&
+                        val->args[0]->name == nz.e && is_get(val->args[1]) && val->args[1]->name == nz.l;
+    const std::string& pn = li.nest->store->name;
+    for (int vp : view.readers(pn)) {
+      const Line& vl = view.line(vp);
+      if (!vl.nest) continue;
+      auto red = reduction_of(*vl.nest);
+      if (!red || red->op != BinOp::Add || red->other->kind != ExprKind::Binary ||
+          red->other->binop() != BinOp::Mul)
+        continue;
+      const ExprP& f0 = red->other->args[0];
+      const ExprP& f1 = red->other->args[1];
+      if (!(is_get(f0) && f0->name == pn) && !(is_get(f1) && f1->name == pn)) continue;
+      if (!direct) {
+        indirect = true;
+        continue;
+      }
+      if (value_pass < 0) {
+        value_pass = vp;
+        fm.p_pos = pp;
+        fm.p = pn;
+      }
+    }
+    // A dropout-like step: e / l feeding another pointwise node that the value pass reads.
+    if (direct)
+      for (int q : view.readers(pn)) {
+        const Line& ql = view.line(q);
+        if (ql.nest && is_pointwise(*ql.nest))
+          for (int vp : view.readers(ql.nest->store->name)) {
+            auto red = view.line(vp).nest ? reduction_of(*view.line(vp).nest) : std::nullopt;
+            if (red && red->op == BinOp::Add) indirect = true;
+          }
+      }
+  }
+  if (value_pass < 0)
+    return indirect ? Fail{"value-pass-not-direct",
+                           fmt::format("the value pass of the normalizer of {} reads probabilities that are not "
+                                       "{} / {} directly (a dropout-like step in between); the fold computes "
+                                       "p·v from e / l itself",
+                                       nz.x, nz.e, nz.l)}
+                    : Fail{"no-value-pass",
+                           fmt::format("no reduction of {}·v reads the probabilities {} / {}; there is nothing "
+                                       "to fold",
+                                       nz.e, nz.e, nz.l)};
+  fm.f_at = value_pass;
+  const Nest& vn = *view.line(value_pass).nest;
+  fm.value_nest = &vn;
+  fm.o = vn.store->name;
+  auto red = *reduction_of(vn);
+  const ExprP& pr = is_get(red.other->args[0]) && red.other->args[0]->name == fm.p ? red.other->args[0]
+                                                                                      : red.other->args[1];
+  const ExprP& vr = pr == red.other->args[0] ? red.other->args[1] : red.other->args[0];
+  if (!is_get(vr)) return Fail{"value-pass-shape", fmt::format("the value pass multiplies {} by a value that is not a read", fm.p)};
+  fm.v = vr->name;
+  const Node* o = view.node(fm.o);
+  const Node* pnode = view.node(fm.p);
+  const Node* x = view.node(nz.x);
+  if (pnode->dims != x->dims || !stores_whole(*view.line(fm.p_pos).nest, *pnode))
+    return Fail{"value-pass-not-direct", fmt::format("{} does not hold e / l cell for cell", fm.p)};
+  // P's read follows the nest's loops at x's axes; the other loops are the value axes.
+  std::map<std::string, int> p_axis;
+  for (std::size_t a = 0; a < pr->indices.size(); ++a) {
+    const Index i = pr->indices[a].canonical();
+    const Index xi = nz.x_idcs[a].canonical();
+    if (i.is_fixed()) {
+      if (!xi.is_fixed() || xi.offset != i.offset)
+        return Fail{"value-pass-shape", fmt::format("the value pass reads {} at a fixed index where the scores vary", fm.p)};
+      continue;
+    }
+    const NestLoop* l = i.is_plain_iterator() ? vn.loop(i.terms[0].sym) : nullptr;
+    if (!l || p_axis.count(l->sym) || l->from != 0 || l->to != x->dims[a] - 1 || xi.is_fixed())
+      return Fail{"value-pass-shape",
+                  fmt::format("the value pass reads {} at index {} of axis {}, not a plain iterator over the whole "
+                              "axis",
+                              fm.p, read_text(fm.p, pr->indices), a)};
+    p_axis[l->sym] = static_cast<int>(a);
+  }
+  std::set<std::string> o_syms;
+  for (const auto& raw : vn.store->indices) {
+    const Index i = raw.canonical();
+    if (i.is_plain_iterator()) o_syms.insert(i.terms[0].sym);
+  }
+  for (const auto& l : vn.loops) {
+    if (l.dead()) return Fail{"value-pass-shape", fmt::format("loop {} of the value pass runs zero times", l.sym)};
+    if (p_axis.count(l.sym)) {
+      const Index xi = nz.x_idcs[static_cast<std::size_t>(p_axis[l.sym])].canonical();
+      const bool key = xi.is_plain_iterator() && xi.terms[0].sym == nz.t.sym;
+      if (key == (o_syms.count(l.sym) > 0))
+        return Fail{"value-pass-shape",
+                    fmt::format("loop {} of the value pass {} O; the fold needs the key axis reduced and every "
+                                "row axis stored",
+                                l.sym, key ? "indexes" : "does not index")};
+      continue;
+    }
+    if (!o_syms.count(l.sym))
+      return Fail{"value-pass-shape",
+                  fmt::format("loop {} of the value pass indexes neither {} nor {}", l.sym, fm.p, fm.o)};
+    fm.value_loops.push_back(l);
+  }
+  {
+    // O written whole by the value pass.
+    std::set<std::string> seen;
+    for (std::size_t a = 0; a < vn.store->indices.size(); ++a) {
+      const Index i = vn.store->indices[a].canonical();
+      if (i.is_fixed()) {
+        if (o->dims[a] != 1 || i.offset != 0)
+          return Fail{"output-slice", fmt::format("the value pass writes {} at a fixed index of axis {}", fm.o, a)};
+        continue;
+      }
+      const NestLoop* l = i.is_plain_iterator() ? vn.loop(i.terms[0].sym) : nullptr;
+      if (!l || l->from != 0 || l->to != o->dims[a] - 1 || !seen.insert(l->sym).second)
+        return Fail{"output-slice",
+                    fmt::format("the value pass writes {} at {}, not every cell of it", fm.o,
+                                read_text(fm.o, vn.store->indices))};
+    }
+  }
+  for (const Node* nd : {o, pnode, view.node(fm.v)})
+    if (!nd || !is_float(nd->prec))
+      return Fail{"precision-mismatch", fmt::format("{} is not floating point", nd ? nd->name : fm.v)};
+  // zero O right before, nothing reading O in between, O not an input.
+  if (o->is_input) return Fail{"output-read", fmt::format("{} is an input", fm.o)};
+  for (int w : view.writers(fm.o))
+    if (w != fm.f_at && view.line(w).stmt->kind == StmtKind::Zero && w < fm.f_at) fm.z_o = w;
+  if (fm.z_o < 0 || view.writers(fm.o).size() != 2)
+    return Fail{"output-read", fmt::format("{} is not zeroed before the value pass, or written elsewhere", fm.o)};
+  if (int rd = view.read_between(fm.o, fm.z_o, fm.f_at); rd >= 0)
+    return Fail{"output-read", fmt::format("{} reads {} between its zero-out and the value pass", pos_text(rd), fm.o)};
+  if (!(nz.c < fm.p_pos && fm.p_pos < fm.f_at))
+    return Fail{"value-pass-shape", fmt::format("the probabilities {} are not computed after the sum and before the value pass", fm.p)};
+
+  // The score chain.
+  auto ch = match_chain(view, fm);
+  if (auto* f = std::get_if<Fail>(&ch)) return *f;
+  if (!is_float(fm.s_prec) || fm.s_prec != x->prec)
+    return Fail{"precision-mismatch",
+                fmt::format("the score node {} is {} but the scores {} are {}", fm.s, prec_name(fm.s_prec), nz.x,
+                            prec_name(x->prec))};
+
+  // The fold's inputs: the contraction's factors, the chain's leaves, v — unwritten in the span.
+  std::set<std::string> chain_nodes = {fm.s};
+  for (const Nest* n : fm.chain_nests) chain_nodes.insert(n->store->name);
+  std::set<std::string> inputs = {fm.v};
+  std::vector<const Expr*> gets;
+  collect_gets(fm.score_nest->store->value, gets);
+  for (const Nest* n : fm.chain_nests) collect_gets(n->store->value, gets);
+  for (const Expr* g : gets)
+    if (!chain_nodes.count(g->name)) inputs.insert(g->name);
+  for (const std::string& in : inputs)
+    if (in == nz.m || in == nz.l || in == nz.e || in == nz.n || in == fm.p || in == fm.o)
+      return Fail{"input-written-in-span", fmt::format("the fold would read {}, a node it consumes", in)};
+  if (auto f = inputs_unwritten(view, fm, inputs, fm.s_pos)) return *f;
+
+  // Row-state closure: pointwise definitions between the max and f_at reading m, l or nodes
+  // defined from them.
+  std::set<std::string> state = {nz.m, nz.l};
+  std::set<int> removed = {nz.a_init, nz.a, nz.c_init, nz.c, fm.z_o, fm.f_at};
+  std::vector<int> defs;
+  for (int p = nz.a + 1; p < fm.f_at; ++p) {
+    const Line& li = view.line(p);
+    bool reads_state = false;
+    for (const auto& r : li.reads) reads_state = reads_state || state.count(r) > 0;
+    if (!reads_state || removed.count(p)) continue;
+    if (!li.nest || !is_pointwise(*li.nest) || !view.definition(li.nest->store->name))
+      return Fail{"row-state-reader",
+                  fmt::format("{} reads the row state ({} or {}) and is not a single-writer pointwise nest; the "
+                              "fold cannot move it",
+                              pos_text(p), nz.m, nz.l)};
+    state.insert(li.nest->store->name);
+    defs.push_back(p);
+  }
+  // Live: requested or an output, or read outside the removed statements and the definitions,
+  // or read by a live definition (backwards to a fixpoint).
+  std::set<int> def_set(defs.begin(), defs.end());
+  std::set<std::string> live;
+  auto node_live = [&](const std::string& node) {
+    const Node* nd = view.node(node);
+    if (nd && (nd->is_output || nd->mode == MemMode::Requested)) return true;
+    for (int r : view.readers(node))
+      if (!removed.count(r) && !def_set.count(r)) return true;
+    return false;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int p : defs) {
+      const std::string& node = view.line(p).nest->store->name;
+      if (live.count(node)) continue;
+      bool l = node_live(node);
+      for (int q : defs)
+        if (!l && live.count(view.line(q).nest->store->name) && view.line(q).reads.count(node)) l = true;
+      if (l) {
+        live.insert(node);
+        grew = true;
+      }
+    }
+  }
+  for (int p : defs) (live.count(view.line(p).nest->store->name) ? fm.moved : fm.dead).push_back(p);
+  fm.m_live = node_live(nz.m);
+  fm.l_live = node_live(nz.l);
+  for (int p : fm.moved) {
+    fm.m_live = fm.m_live || view.line(p).reads.count(nz.m) > 0;
+    fm.l_live = fm.l_live || view.line(p).reads.count(nz.l) > 0;
+    for (const auto& r : view.line(p).reads) {
+      if (state.count(r)) continue;
+      for (int w : view.writers(r))
+        if (w > p && w < fm.f_at && !removed.count(w) && !def_set.count(w))
+          return Fail{"row-state-reader",
+                      fmt::format("{} reads {}, which {} writes before the value pass; moving it behind the fold "
+                                  "would read another value",
+                                  pos_text(p), r, pos_text(w))};
+    }
+  }
+  // Tiles per row.
+  const std::int64_t sk = nz.t.to - nz.t.from + 1;
+  const std::int64_t bk = std::min(block, sk);
+  std::int64_t value_cells = 1;
+  for (const auto& l : fm.value_loops) value_cells *= l.to - l.from + 1;
+  const std::int64_t tile_bytes = (bk + value_cells) * 8;
+  if (tile_bytes > kFoldTileBudget)
+    return Fail{"tile-too-large",
+                fmt::format("a row's tiles take {} bytes ({} scores and {} numerator cells), over the {} byte "
+                            "local budget",
+                            tile_bytes, bk, value_cells, kFoldTileBudget)};
+  // The score chain is removed where nothing outside the removed statements reads it.
+  bool chain_dead = true;
+  std::set<int> chain_pos = {fm.s_zero, fm.s_pos};
+  for (int p : fm.chain) chain_pos.insert(p);
+  for (const std::string& node : chain_nodes) {
+    const Node* nd = view.node(node);
+    if (nd && (nd->is_output || nd->mode == MemMode::Requested)) chain_dead = false;
+    for (int r : view.readers(node))
+      if (!removed.count(r) && !chain_pos.count(r) && !std::count(fm.dead.begin(), fm.dead.end(), r))
+        chain_dead = false;
+  }
+  fm.score_chain_removed = chain_dead;
+  return fm;
+}
+
+// ---- emission ----------------------------------------------------------------------------------
+
+Index subst(const Index& i, const std::map<std::string, Index>& m) {
+  Index out;
+  out.offset = i.offset;
+  for (const auto& t : i.terms) {
+    auto it = m.find(t.sym);
+    if (it == m.end()) {
+      out.terms.push_back(t);
+      continue;
+    }
+    out.offset += t.coef * it->second.offset;
+    for (const auto& u : it->second.terms) out.terms.push_back(Index::Term{t.coef * u.coef, u.sym});
+  }
+  return out.canonical();
+}
+
+std::vector<Index> subst(const std::vector<Index>& v, const std::map<std::string, Index>& m) {
+  std::vector<Index> out;
+  for (const auto& i : v) out.push_back(subst(i, m));
+  return out;
+}
+
+// `e` with its loop symbols mapped and each read of a node in `inline_nodes` replaced by what
+// `inline_node` gives for it.
+ExprP rewrite_expr(const ExprP& e, const std::map<std::string, Index>& m,
+                   const std::function<ExprP(const Expr&, const std::vector<Index>&)>& inline_node) {
+  if (!e) return e;
+  switch (e->kind) {
+    case ExprKind::Get: {
+      std::vector<Index> idx = subst(e->indices, m);
+      if (ExprP r = inline_node(*e, idx)) return r;
+      return get(e->name, std::move(idx), e->prec);
+    }
+    case ExprKind::EmbedIndex:
+      return embed_index(subst(e->indices[0], m), e->prec);
+    case ExprKind::GetLocal:
+    case ExprKind::Const:
+      return e;
+    case ExprKind::Unary:
+      return unary(e->unop(), rewrite_expr(e->args[0], m, inline_node), e->prec);
+    case ExprKind::Binary:
+      return binary(e->binop(), rewrite_expr(e->args[0], m, inline_node), rewrite_expr(e->args[1], m, inline_node),
+                    e->prec);
+    case ExprKind::Ternary:
+      return ternary(e->ternop(), rewrite_expr(e->args[0], m, inline_node),
+                     rewrite_expr(e->args[1], m, inline_node), rewrite_expr(e->args[2], m, inline_node), e->prec);
+  }
+  return e;
+}
+
+// Symbol map of a nest storing a node of x's shape: each axis's iterator -> the fold's index there.
+std::map<std::string, Index> cell_map(const Nest& nest, const std::vector<Index>& fold_idx) {
+  std::map<std::string, Index> m;
+  for (std::size_t a = 0; a < nest.store->indices.size(); ++a) {
+    const Index i = nest.store->indices[a].canonical();
+    if (i.is_plain_iterator()) m[i.terms[0].sym] = fold_idx[a];
+  }
+  return m;
+}
+
+}  // namespace
+
+std::variant<FoldPlan, Decline> match_fold(const RoutineView& view, const Normalizer& nz, std::int64_t block) {
+  auto res = match(view, nz, block);
+  if (auto* f = std::get_if<Fail>(&res))
+    return Decline{"online-softmax", kBlockFoldId, 0, nz.a + 1, view.source_line(nz.a), f->code, f->sentence};
+  auto fm = std::make_shared<FoldMatch>(std::move(std::get<FoldMatch>(res)));
+  FoldPlan plan;
+  plan.f_at = fm->f_at;
+  plan.consumed = {nz.a_init, nz.a, nz.c_init, nz.c, fm->z_o, fm->p_pos};
+  for (int p : fm->moved) plan.consumed.push_back(p);
+  for (int p : fm->dead) plan.consumed.push_back(p);
+  if (fm->score_chain_removed) {
+    plan.consumed.push_back(fm->s_zero);
+    plan.consumed.push_back(fm->s_pos);
+    for (int p : fm->chain) plan.consumed.push_back(p);
+  }
+  std::sort(plan.consumed.begin(), plan.consumed.end());
+  plan.consumed.erase(std::unique(plan.consumed.begin(), plan.consumed.end()), plan.consumed.end());
+  plan.consumed.erase(std::remove(plan.consumed.begin(), plan.consumed.end(), plan.f_at), plan.consumed.end());
+  plan.consumed_nodes = {nz.m, nz.n, nz.e, nz.l, fm->p, fm->s};
+  for (const Nest* n : fm->chain_nests) plan.consumed_nodes.push_back(n->store->name);
+  plan.match = fm;
+  return plan;
+}
+
+FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter& names) {
+  const FoldMatch& fm = *plan.match;
+  const Normalizer& nz = fm.nz;
+  const Node& o = *view.node(fm.o);
+  const Prec sp = state_prec(nz.score_prec);
+  const Prec up = (sp == Prec::F64 || state_prec(o.prec) == Prec::F64) ? Prec::F64 : Prec::F32;
+  const std::int64_t sk = nz.t.to - nz.t.from + 1;
+  const std::int64_t bk = std::min(fm.block, sk);
+  const std::int64_t nkb = (sk + bk - 1) / bk;
+  const bool tail = sk % bk != 0;
+
+  const std::string tb = names.mint("os_block_" + nz.t.sym);
+  const std::string j = names.mint("os_key_" + nz.t.sym);
+  const std::string tile_s = names.mint("os_block_scores_" + nz.x);
+  const std::string tile_u = names.mint("os_block_numerator_" + fm.o);
+  const std::string mp = names.mint("os_m_prev_" + nz.m), mn = names.mint("os_m_next_" + nz.m);
+  const std::string lp = names.mint("os_l_prev_" + nz.l), ln = names.mint("os_l_next_" + nz.l);
+  const std::string rmax = names.mint("os_block_max_" + nz.m), fl = names.mint("os_floor_" + nz.m);
+  const std::string alpha = names.mint("os_rescale_" + nz.l), rs = names.mint("os_block_sum_" + nz.l);
+  const std::string norm = names.mint("os_norm_" + nz.l);
+
+  // Row symbols: the max's row loops. The key index of cell j of block tb: bk·tb + j (+ from).
+  std::vector<Index> row_idx;
+  std::vector<std::int64_t> row_dims;
+  for (const auto& r : nz.rows) {
+    row_idx.push_back(Index::iter(r.sym));
+    row_dims.push_back(r.to - r.from + 1);
+  }
+  const Index key{{Index::Term{bk, tb}, Index::Term{1, j}}, nz.t.from};
+  std::vector<Index> fold_idx;  // x's axes at the fold's symbols
+  for (const auto& raw : nz.x_idcs) {
+    const Index i = raw.canonical();
+    fold_idx.push_back(i.is_plain_iterator() && i.terms[0].sym == nz.t.sym ? key : i);
+  }
+  auto tile_at = [&](const std::string& tile, Index last, Prec p) {
+    std::vector<Index> idx = row_idx;
+    idx.push_back(std::move(last));
+    return get(tile, std::move(idx), p);
+  };
+  auto tile_idx = [&](Index last) {
+    std::vector<Index> idx = row_idx;
+    idx.push_back(std::move(last));
+    return idx;
+  };
+  auto L = [&](const std::string& n) { return get_local(n, sp); };
+  auto floor_at_lowest = [&](ExprP v) { return binary(BinOp::Max, std::move(v), constant(lowest_finite(sp), sp), sp); };
+  const ExprP key_live =
+      binary(BinOp::Lt, embed_index(key, Prec::I32), constant(static_cast<double>(nz.t.to + 1), Prec::I32), Prec::I32);
+  auto guarded = [&](std::vector<StmtP> body) -> std::vector<StmtP> {
+    if (!tail) return body;
+    return {if_(key_live, std::move(body))};
+  };
+
+  // The block's scores: the contraction into the tile cell, then the chain.
+  const ExprP s_cell = tile_at(tile_s, Index::iter(j), sp);
+  std::vector<StmtP> score_body;
+  {
+    const Nest& sn = *fm.score_nest;
+    std::map<std::string, Index> m = cell_map(sn, fold_idx);
+    std::vector<NestLoop> reduced;
+    for (const auto& l : sn.loops)
+      if (!m.count(l.sym)) {
+        NestLoop f = l;
+        f.sym = names.mint("os_" + l.sym);
+        m[l.sym] = Index::iter(f.sym);
+        reduced.push_back(f);
+      }
+    auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
+    const auto red = *reduction_of(sn);
+    ExprP term = rewrite_expr(red.other, m, keep_reads);
+    ExprP acc = red.target_first ? binary(BinOp::Add, s_cell, term, red.prec) : binary(BinOp::Add, term, s_cell, red.prec);
+    StmtP s = set(tile_s, tile_idx(Index::iter(j)), acc);
+    for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
+    score_body.push_back(set(tile_s, tile_idx(Index::iter(j)), constant(0.0, fm.s_prec)));
+    score_body.push_back(s);
+    // x = chain(S): x's definition with each chain node inlined at the fold's cell, S the tile.
+    std::map<std::string, const Nest*> defs;
+    for (const Nest* n : fm.chain_nests) defs[n->store->name] = n;
+    std::function<ExprP(const Expr&, const std::vector<Index>&)> inline_node =
+        [&](const Expr& g, const std::vector<Index>&) -> ExprP {
+      if (g.name == fm.s) return s_cell;
+      auto it = defs.find(g.name);
+      if (it == defs.end()) return nullptr;
+      return rewrite_expr(it->second->store->value, cell_map(*it->second, fold_idx), inline_node);
+    };
+    if (!fm.chain_nests.empty()) {
+      const Nest& xn = *fm.chain_nests.front();
+      score_body.push_back(set(tile_s, tile_idx(Index::iter(j)),
+                               rewrite_expr(xn.store->value, cell_map(xn, fold_idx), inline_node)));
+    }
+  }
+
+  std::vector<StmtP> body;
+  if (tail) body.push_back(for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)), constant(-INFINITY, sp))}));
+  body.push_back(for_loop(j, 0, bk - 1, guarded(score_body)));
+  body.push_back(declare_local(rmax, sp));
+  body.push_back(set_local(rmax, L(mp)));
+  body.push_back(for_loop(j, 0, bk - 1, {set_local(rmax, binary(BinOp::Max, L(rmax), s_cell, sp))}));
+  body.push_back(set_local(mn, L(rmax)));
+  body.push_back(declare_local(fl, sp));
+  body.push_back(set_local(fl, floor_at_lowest(L(mn))));
+  body.push_back(declare_local(alpha, sp));
+  body.push_back(set_local(alpha, unary(UnOp::Exp, binary(BinOp::Sub, floor_at_lowest(L(mp)), L(fl), sp), sp)));
+  body.push_back(for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)),
+                                             unary(UnOp::Exp, binary(BinOp::Sub, s_cell, L(fl), sp), sp))}));
+  body.push_back(declare_local(rs, sp));
+  body.push_back(set_local(rs, constant(0.0, sp)));
+  body.push_back(for_loop(j, 0, bk - 1, {set_local(rs, binary(BinOp::Add, L(rs), s_cell, sp))}));
+  body.push_back(set_local(ln, binary(BinOp::Add, binary(BinOp::Mul, L(lp), L(alpha), sp), L(rs), sp)));
+  body.push_back(declare_local(norm, sp));
+  body.push_back(set_local(
+      norm, ternary(TernOp::Where, binary(BinOp::Eq, L(mn), constant(-INFINITY, sp), sp), constant(NAN, sp), L(ln), sp)));
+
+  // The numerator: value loops (fresh symbols) over the U tile, indexed like O's value axes.
+  std::vector<NestLoop> vloops;
+  std::map<std::string, Index> vmap;
+  {
+    const Nest& vn = *fm.value_nest;
+    auto red = *reduction_of(vn);
+    const ExprP& f0 = red.other->args[0];
+    const ExprP& pr = is_get(f0) && f0->name == fm.p ? f0 : red.other->args[1];
+    for (std::size_t a = 0; a < pr->indices.size(); ++a) {
+      const Index i = pr->indices[a].canonical();
+      if (i.is_plain_iterator()) vmap[i.terms[0].sym] = fold_idx[a];
+    }
+    for (const auto& l : fm.value_loops) {
+      NestLoop f = l;
+      f.sym = names.mint("os_" + l.sym);
+      vmap[l.sym] = Index::iter(f.sym);
+      vloops.push_back(f);
+    }
+  }
+  // U's cell: the value loops' cells flattened after the row axes.
+  Index u_cell;
+  {
+    std::int64_t stride = 1;
+    for (auto it = vloops.rbegin(); it != vloops.rend(); ++it) {
+      u_cell.terms.insert(u_cell.terms.begin(), Index::Term{stride, it->sym});
+      stride *= it->to - it->from + 1;
+    }
+    u_cell = u_cell.canonical();
+  }
+  std::int64_t value_cells = 1;
+  for (const auto& l : vloops) value_cells *= l.to - l.from + 1;
+  auto over_values = [&](StmtP s) {
+    for (auto it = vloops.rbegin(); it != vloops.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
+    return s;
+  };
+  const ExprP u_read = tile_at(tile_u, u_cell, up);
+  body.push_back(over_values(set(tile_u, tile_idx(u_cell), binary(BinOp::Mul, u_read, get_local(alpha, sp), up))));
+  {
+    const Nest& vn = *fm.value_nest;
+    auto red = *reduction_of(vn);
+    const ExprP& f0 = red.other->args[0];
+    const ExprP& vr = is_get(f0) && f0->name == fm.p ? red.other->args[1] : f0;
+    auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
+    ExprP vval = rewrite_expr(vr, vmap, keep_reads);
+    StmtP acc = set(tile_u, tile_idx(u_cell), binary(BinOp::Add, u_read, binary(BinOp::Mul, s_cell, vval, up), up));
+    std::vector<StmtP> g = guarded({acc});
+    StmtP inner = g.size() == 1 ? g[0] : seq(g);
+    body.push_back(over_values(for_loop(j, 0, bk - 1, {inner})));
+  }
+  if (fm.m_live) body.push_back(set(nz.m, nz.m_idcs, L(mn)));
+  if (fm.l_live) body.push_back(set(nz.l, nz.l_idcs, L(norm)));
+  {
+    std::vector<Index> o_idx = subst(fm.value_nest->store->indices, vmap);
+    StmtP out = over_values(set(fm.o, o_idx, binary(BinOp::Div, u_read, get_local(norm, sp), up)));
+    body.push_back(if_(binary(BinOp::Eq, embed_index(Index::iter(tb), Prec::I32),
+                              constant(static_cast<double>(nkb - 1), Prec::I32), Prec::I32),
+                       {out}));
+  }
+  std::vector<Carried> carried = {Carried{mp, mn, sp, constant(-INFINITY, sp)},
+                                  Carried{lp, ln, sp, constant(0.0, sp)}};
+  std::vector<StmtP> row_body = {
+      over_values(set(tile_u, tile_idx(u_cell), constant(0.0, up))),
+      for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)), constant(0.0, sp))}),
+      scan_loop(tb, 0, nkb - 1, ScanDir::Forward, std::move(carried), std::move(body)),
+  };
+  StmtP fold = row_body.size() == 1 ? row_body[0] : seq(row_body);
+  for (auto it = nz.rows.rbegin(); it != nz.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
+
+  FoldEmission em;
+  em.stmts.push_back(fold);
+  for (int p : fm.moved) em.stmts.push_back(view.line(p).stmt);
+  Node ts;
+  ts.name = tile_s;
+  ts.dims = row_dims;
+  ts.dims.push_back(bk);
+  ts.prec = sp;
+  Node tu;
+  tu.name = tile_u;
+  tu.dims = row_dims;
+  tu.dims.push_back(value_cells);
+  tu.prec = up;
+  em.tiles = {ts, tu};
+  return em;
+}
+
+Application fold_application(const FoldPlan& plan, const RoutineView& view, const FoldEmission& emitted) {
+  const FoldMatch& fm = *plan.match;
+  const Normalizer& nz = fm.nz;
+  Application app;
+  app.member = "online-softmax";
+  app.shape = kBlockFoldId;
+  // The anchor first: the value pass, where the fold lands (verify isolates an application by
+  // replacing its anchor in place).
+  std::vector<int> stmts = {plan.f_at};
+  for (int p : plan.consumed) stmts.push_back(p);
+  for (int p : stmts) {
+    app.statements.push_back(p + 1);
+    app.lines.push_back(view.source_line(p));
+  }
+  const std::int64_t sk = nz.t.to - nz.t.from + 1;
+  const std::int64_t bk = std::min(fm.block, sk);
+  app.matched = {{"x", nz.x}, {"m", nz.m}, {"l", nz.l}, {"p", fm.p}, {"o", fm.o}, {"v", fm.v}, {"scores", fm.s}};
+  app.emitted = fmt::format(
+      "one scan per row over {} key block{} of {} ({}), tiles {} and {}; {} moved behind it{}",
+      (sk + bk - 1) / bk, (sk + bk - 1) / bk == 1 ? "" : "s", bk, sk % bk ? "a guarded tail padded with -inf" : "no tail",
+      emitted.tiles[0].name, emitted.tiles[1].name,
+      fm.moved.empty() ? "no definition" : fmt::format("{} definition{}", fm.moved.size(), fm.moved.size() == 1 ? "" : "s"),
+      fm.score_chain_removed ? "; the score chain removed" : "; the score chain kept (read elsewhere)");
+  const Prec sp = state_prec(nz.score_prec);
+  if (fm.m_live) {
+    Obligation mx;
+    mx.kind = ObligationKind::Exact;
+    mx.claim = "fold-max";
+    mx.description = fmt::format("{} equals the composed max of {} bitwise: the same maxima in the same order, "
+                                 "padded cells -inf",
+                                 nz.m, nz.x);
+    mx.covers = {Cover{nz.m, cells_text(nz.m, nz.m_idcs, nz.rows)}};
+    app.obligations.push_back(mx);
+  }
+  if (fm.l_live) {
+    Obligation sum;
+    sum.kind = ObligationKind::Bounded;
+    sum.claim = "fold-sum";
+    sum.description = fmt::format("{} is the composed sum of exp({} - {}) within rounding, accumulated block by block",
+                                  nz.l, nz.x, nz.m);
+    sum.covers = {Cover{nz.l, cells_text(nz.l, nz.l_idcs, nz.rows)}};
+    sum.bound = BoundTerms{sk, nz.score_prec, sp};
+    app.obligations.push_back(sum);
+  }
+  Obligation out;
+  out.kind = ObligationKind::Bounded;
+  out.claim = "fold-output";
+  out.description = fmt::format("{} is the composed (p / l)·v within rounding: (Σ p·v) / l accumulated in blocks of {}",
+                                fm.o, bk);
+  out.covers = {Cover{fm.o, fm.o}};
+  out.bound = BoundTerms{sk, nz.score_prec, sp};
+  app.obligations.push_back(out);
+  return app;
+}
+
+}  // namespace fp::osm

@@ -1,0 +1,310 @@
+// Online softmax, shape 4 (the block fold, rewrites/online_softmax/block_fold.h): the fold against
+// the composed attention on the interpreter across block sizes B in {1, 3, 4, 16, sk, 2·sk}
+// (tails and single blocks), sq != sk both ways, masks (none, causal, padding, a prefix), fills
+// (-inf, a finite -1e4, NaN, +inf: NaN exactly where the composed form has NaN), f64/f32/f16/bf16
+// and stacked layers; the compiled C executor bitwise against the interpreter on the fold; a
+// training step (fold forward, composed backward) with every gradient within 1e-5 of the composed
+// step; the fold's shape (no square buffer left, one scan per layer); idempotence, gate-off
+// identity; and one negative test per decline.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "attention_reference.h"
+#include "core/interpreter.h"
+#include "exec/c_executor.h"
+#include "frontend/attention.h"
+#include "jit_test_options.h"
+#include "online_softmax_fixtures.h"
+#include "rewrites/online_softmax/block_fold.h"
+#include "tensor_expect.h"
+
+namespace fp {
+namespace {
+
+using namespace ostest;
+
+Config fold_on(std::int64_t block) {
+  Config c;
+  c.set("online_softmax", "true");
+  c.set("online_softmax_block", std::to_string(block));
+  return c;
+}
+
+struct Case {
+  std::string mask = "none";
+  std::string fill = "-inf";
+  std::int64_t sq = 5, sk = 7;
+  std::int64_t block = 3;
+  int layers = 1;
+  Prec prec = Prec::F32;
+  bool train = false;
+};
+
+std::string name(const Case& c) {
+  return fmt::format("mask {} fill {} sq {} sk {} B {} layers {} {}{}", c.mask, c.fill, c.sq, c.sk, c.block,
+                     c.layers, prec_name(c.prec), c.train ? " train" : "");
+}
+
+AttentionSpec spec_of(const Case& c) {
+  AttentionSpec s;
+  s.batch = 1;
+  s.heads = 2;
+  s.sq = c.sq;
+  s.sk = c.sk;
+  s.d = c.layers > 1 ? 3 : 4;
+  s.e = 3;
+  s.mask = c.mask;
+  s.mask_fill = c.fill;
+  s.precision = c.prec;
+  s.layers = c.layers;
+  s.train = c.train;
+  return s;
+}
+
+int fold_count(const RewriteResult& r) {
+  int n = 0;
+  for (const auto& a : r.applications) n += a.shape == osm::kBlockFoldId;
+  return n;
+}
+
+// Composed and folded on the same inputs; every output within `tol` (attention_reference.h close:
+// relative to the larger of the cell and the tensor's rms, NaN and infinities exact).
+void differential(const Case& c, double tol) {
+  SCOPED_TRACE(name(c));
+  Routine composed = build_attention(spec_of(c));
+  RewriteResult res = run_tier(composed, fold_on(c.block));
+  ASSERT_TRUE(well_formed(res.routine));
+  EXPECT_EQ(fold_count(res), c.layers);
+  TensorMap in = testref::make_inputs(composed, 11 + static_cast<std::uint64_t>(c.sq * 31 + c.sk));
+  TensorMap want = interpret(composed, in);
+  TensorMap got = interpret(res.routine, in);
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [node, t] : want) EXPECT_TRUE(testref::close(got.at(node).data, t.data, tol, node));
+}
+
+TEST(OnlineSoftmaxFold, ForwardF32AcrossBlocksMasksAndShapes) {
+  for (const std::string mask : {"none", "causal", "padding:2", "prefix:1"})
+    for (auto [sq, sk] : {std::pair<std::int64_t, std::int64_t>{5, 7}, {7, 4}, {1, 9}})
+      for (std::int64_t b : {std::int64_t{1}, std::int64_t{3}, std::int64_t{4}, std::int64_t{16}, sk, 2 * sk}) {
+        Case c;
+        c.mask = mask;
+        c.sq = sq;
+        c.sk = sk;
+        c.block = b;
+        differential(c, 1e-5);
+      }
+}
+
+TEST(OnlineSoftmaxFold, FillsKeepTheComposedNaNsAndFullyMaskedRows) {
+  // Padding 9 of 9 keys: every row fully masked (NaN rows in the composed form for -inf fills).
+  for (const std::string fill : {"-inf", "-1e4", "nan", "inf"})
+    for (const std::string mask : {"causal", "padding:9", "padding:4"}) {
+      Case c;
+      c.mask = mask;
+      c.fill = fill;
+      c.sq = 4;
+      c.sk = 9;
+      c.block = 4;
+      differential(c, 1e-5);
+    }
+}
+
+TEST(OnlineSoftmaxFold, EveryPrecisionAndStackedLayers) {
+  for (Prec p : {Prec::F64, Prec::F16, Prec::BF16}) {
+    Case c;
+    c.prec = p;
+    c.mask = "causal";
+    differential(c, p == Prec::F64 ? 1e-12 : (p == Prec::F16 ? 4e-3 : 3e-2));
+  }
+  for (int layers : {2, 3}) {
+    Case c;
+    c.layers = layers;
+    c.block = 2;
+    differential(c, 1e-5);
+  }
+}
+
+// The training step: fold forward, composed backward, every gradient within 1e-5 of the composed
+// step's (f32), the backward reading the row state the fold stores.
+TEST(OnlineSoftmaxFold, TrainingStepGradientsMatchTheComposedStep) {
+  for (const std::string mask : {"none", "causal"})
+    for (std::int64_t b : {std::int64_t{2}, std::int64_t{4}, std::int64_t{16}}) {
+      Case c;
+      c.mask = mask;
+      c.train = true;
+      c.block = b;
+      differential(c, 1e-5);
+    }
+}
+
+TEST(OnlineSoftmaxFold, LeavesNoSquareBufferAndIsIdempotent) {
+  Case c;
+  c.mask = "causal";
+  c.sq = 6;
+  c.sk = 10;
+  Routine composed = build_attention(spec_of(c));
+  RewriteResult res = run_tier(composed, fold_on(4));
+  for (const Node& n : res.routine.nodes) EXPECT_NE(n.dims.back(), 10) << n.name << " is a [seq, seq] buffer";
+  EXPECT_EQ(count_kind(res.routine, StmtKind::Scan), 1);
+  RewriteResult again = run_tier(res.routine, fold_on(4));
+  EXPECT_TRUE(again.applications.empty());
+  EXPECT_TRUE(equal(again.routine, res.routine));
+  // Gate off, or B = 0: the fold never applies.
+  Config off;
+  EXPECT_TRUE(equal(run_tier(composed, off).routine, composed));
+  EXPECT_EQ(fold_count(run_tier(composed, fold_on(0))), 0);
+  // All four keys on: the fixpoint is the same fold.
+  Config all = fold_on(4);
+  all.set("online_softmax_backward", "true");
+  RewriteResult both = run_tier(composed, all);
+  EXPECT_EQ(fold_count(both), 1);
+  EXPECT_TRUE(equal(run_tier(both.routine, all).routine, both.routine));
+}
+
+// The compiled C executor runs the fold bitwise equal to the interpreter (tails, NaN fills,
+// training steps, f64 and f16).
+TEST(OnlineSoftmaxFold, CompiledCIsBitwiseTheInterpreter) {
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (Case c : {Case{"causal", "-inf", 5, 7, 3}, Case{"none", "nan", 4, 9, 4}, Case{"padding:9", "-inf", 3, 9, 2},
+                 Case{"causal", "-inf", 6, 6, 16, 1, Prec::F64}, Case{"causal", "-inf", 5, 7, 2, 1, Prec::F16},
+                 Case{"causal", "-inf", 5, 7, 3, 1, Prec::F32, true}}) {
+    rs.push_back(run_tier(build_attention(spec_of(c)), fold_on(c.block)).routine);
+    names.push_back(name(c));
+  }
+  auto progs = compile_c_batch(rs, testing::jit_test_options());
+  ASSERT_EQ(progs.size(), rs.size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    TensorMap in = testref::make_inputs(rs[i], 5 + i);
+    EXPECT_TRUE(testing::bitwise_equal(interpret(rs[i], in), progs[i]->run(in)));
+  }
+}
+
+// ---- declines: the two-pass form applies, with the reason code ------------------------------
+
+std::string decline_code(const Routine& r, std::int64_t block = 4) {
+  RewriteResult res = run_tier(r, fold_on(block));
+  for (const auto& d : res.declines)
+    if (d.shape == osm::kBlockFoldId) {
+      EXPECT_FALSE(d.sentence.empty());
+      EXPECT_EQ(fold_count(res), 0);
+      // The two-pass form still applies to that normalizer.
+      EXPECT_EQ(count_kind(res.routine, StmtKind::Scan), 1);
+      return d.code;
+    }
+  return "(no decline)";
+}
+
+constexpr const char* kComposed = R"(routine fold_decline {{
+  node q : f32[3, 2] materialized input
+  node k : f32[5, 2] materialized input
+  node v : f32[5, 4] materialized input
+  node s : f32[3, 5] materialized
+  node m : f32[3] materialized
+  node n : f32[3, 5] materialized
+  node e : f32[3, 5] materialized
+  node l : f32[3] materialized
+  node p : f32[3, 5] materialized
+  {0}
+  node o : f32[{1}] materialized output
+  zero s
+  for i in 0..2 {{ for t in 0..4 {{ for d in 0..1 {{
+    s[i, t] = add.f32(s[i, t], mul.f32(q[i, d], k[t, d]))
+  }} }} }}
+  for i in 0..2 {{ m[i] = -inf:f32 }}
+  for i in 0..2 {{ for t in 0..4 {{ m[i] = max.f32(m[i], s[i, t]) }} }}
+  for i in 0..2 {{ for t in 0..4 {{ n[i, t] = sub.f32(s[i, t], m[i]) }} }}
+  for i in 0..2 {{ for t in 0..4 {{ e[i, t] = exp.f32(n[i, t]) }} }}
+  zero l
+  for i in 0..2 {{ for t in 0..4 {{ l[i] = add.f32(l[i], e[i, t]) }} }}
+  for i in 0..2 {{ for t in 0..4 {{ p[i, t] = div.f32(e[i, t], l[i]) }} }}
+  {2}
+  zero o
+  {3}
+}})";
+
+Routine composed_with(const std::string& nodes, const std::string& o_dims, const std::string& between,
+                      const std::string& value_pass) {
+  return parse_checked(fmt::format(fmt::runtime(kComposed), nodes, o_dims, between, value_pass));
+}
+
+const std::string kValuePass = "for i in 0..2 { for c in 0..3 { for t in 0..4 { o[i, c] = add.f32(o[i, c], mul.f32(p[i, t], v[t, c])) } } }";
+
+TEST(OnlineSoftmaxFold, AppliesToTheHandWrittenComposedForm) {
+  Routine r = composed_with("", "3, 4", "", kValuePass);
+  RewriteResult res = run_tier(r, fold_on(2));
+  EXPECT_EQ(fold_count(res), 1);
+  TensorMap in = testref::make_inputs(r, 3);
+  EXPECT_TRUE(testref::close(interpret(res.routine, in).at("o").data, interpret(r, in).at("o").data, 1e-5, "o"));
+}
+
+TEST(OnlineSoftmaxFold, DeclinesADropoutLikeStep) {
+  Routine r = composed_with("node pd : f32[3, 5] materialized", "3, 4",
+                            "for i in 0..2 { for t in 0..4 { pd[i, t] = mul.f32(p[i, t], 2:f32) } }",
+                            "for i in 0..2 { for c in 0..3 { for t in 0..4 { o[i, c] = add.f32(o[i, c], "
+                            "mul.f32(pd[i, t], v[t, c])) } } }");
+  EXPECT_EQ(decline_code(r), "value-pass-not-direct");
+}
+
+TEST(OnlineSoftmaxFold, DeclinesAnOutputSlice) {
+  Routine r = composed_with("", "3, 8", "",
+                            "for i in 0..2 { for c in 0..3 { for t in 0..4 { o[i, c] = add.f32(o[i, c], "
+                            "mul.f32(p[i, t], v[t, c])) } } }");
+  EXPECT_EQ(decline_code(r), "output-slice");
+}
+
+TEST(OnlineSoftmaxFold, DeclinesAnInputWrittenInTheSpan) {
+  Routine r = composed_with("", "3, 4", "for t in 0..4 { for c in 0..3 { v[t, c] = 1:f32 } }", kValuePass);
+  EXPECT_EQ(decline_code(r), "input-written-in-span");
+}
+
+TEST(OnlineSoftmaxFold, DeclinesScoresThatAreNotAContraction) {
+  Routine r = parse_checked(R"(routine nc {
+  node x : f32[3, 5] materialized input
+  node v : f32[5, 4] materialized input
+  node s : f32[3, 5] materialized
+  node m : f32[3] materialized
+  node n : f32[3, 5] materialized
+  node e : f32[3, 5] materialized
+  node l : f32[3] materialized
+  node p : f32[3, 5] materialized
+  node o : f32[3, 4] materialized output
+  for i in 0..2 { for t in 0..4 { s[i, t] = mul.f32(x[i, t], x[i, t]) } }
+  for i in 0..2 { m[i] = -inf:f32 }
+  for i in 0..2 { for t in 0..4 { m[i] = max.f32(m[i], s[i, t]) } }
+  for i in 0..2 { for t in 0..4 { n[i, t] = sub.f32(s[i, t], m[i]) } }
+  for i in 0..2 { for t in 0..4 { e[i, t] = exp.f32(n[i, t]) } }
+  zero l
+  for i in 0..2 { for t in 0..4 { l[i] = add.f32(l[i], e[i, t]) } }
+  for i in 0..2 { for t in 0..4 { p[i, t] = div.f32(e[i, t], l[i]) } }
+  zero o
+  for i in 0..2 { for c in 0..3 { for t in 0..4 { o[i, c] = add.f32(o[i, c], mul.f32(p[i, t], v[t, c])) } } }
+})");
+  EXPECT_EQ(decline_code(r), "scores-not-contraction");
+}
+
+TEST(OnlineSoftmaxFold, DeclinesARowStateReaderItCannotMove) {
+  // A guarded statement reading the row state between the normalizer and the value pass.
+  Routine r = composed_with("node g : f32[3] materialized output", "3, 4",
+                            "for i in 0..2 { if lt.f32(0:f32, l[i]) { g[i] = m[i] } }", kValuePass);
+  EXPECT_EQ(decline_code(r), "row-state-reader");
+}
+
+TEST(OnlineSoftmaxFold, DeclinesTilesTooLargeForALocal) {
+  AttentionSpec s;
+  s.sq = 2;
+  s.sk = 3;
+  s.d = 2;
+  s.e = 9000;  // 9000 numerator cells per row: 72 000 bytes at the budget's 8 per cell
+  EXPECT_EQ(decline_code(build_attention(s), 2), "tile-too-large");
+}
+
+TEST(OnlineSoftmaxFold, DeclinesWithoutAValuePass) {
+  Routine r = composed_with("", "3, 4", "", "for i in 0..2 { for c in 0..3 { o[i, c] = v[0, c] } }");
+  EXPECT_EQ(decline_code(r), "no-value-pass");
+}
+
+}  // namespace
+}  // namespace fp
