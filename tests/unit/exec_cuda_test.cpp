@@ -1,6 +1,6 @@
 // The CUDA executor. Without a GPU (every CI machine) the executor must say it is unavailable and
 // why, and the GPU tests skip with that one line; the code generator is still exercised: the
-// generated CUDA C++ of composed and rewritten attention (forward and training step, several
+// generated CUDA C++ of composed, rewritten (two-pass) and block-folded attention (forward and training step, several
 // precisions) compiles with nvcc, and a batch of random routines (every operation and precision)
 // compiles with NVRTC. On a machine with a GPU the same programs run and must agree with the
 // interpreter bitwise (scripts/gpu-check runs these tests and the differential suite).
@@ -38,6 +38,14 @@ Routine rewritten(const Routine& r) {
   return run_tier(r, c).routine;
 }
 
+// The block fold (shape 4) with B = 2: three key blocks, a guarded tail.
+Routine folded(const Routine& r) {
+  Config c;
+  c.set("online_softmax", "true");
+  c.set("online_softmax_block", "2");
+  return run_tier(r, c).routine;
+}
+
 AttentionSpec spec(Prec p, bool train, const std::string& mask = "causal") {
   AttentionSpec s;
   s.batch = 2;
@@ -52,7 +60,7 @@ AttentionSpec spec(Prec p, bool train, const std::string& mask = "causal") {
   return s;
 }
 
-// The attention programs the CUDA tests use: composed and rewritten, forward and training step.
+// The attention programs the CUDA tests use: composed, two-pass and block fold, forward and training step.
 std::vector<std::pair<std::string, Routine>> attention_programs() {
   std::vector<std::pair<std::string, Routine>> out;
   for (Prec p : {Prec::F32, Prec::F16, Prec::BF16, Prec::F64})
@@ -62,6 +70,7 @@ std::vector<std::pair<std::string, Routine>> attention_programs() {
       const std::string name = std::string(prec_name(p)) + (train ? " train" : " forward");
       out.emplace_back(name + " composed", composed);
       out.emplace_back(name + " rewritten", rewritten(composed));
+      out.emplace_back(name + " block fold", folded(composed));
     }
   return out;
 }
