@@ -458,18 +458,156 @@ class CGenerator {
   }
 
   // A statement that runs whole inside one lane: a loop nest of stores only (its innermost loop is
-  // the vectorizer's), or a guard (control flow that differs between lanes).
+  // the vectorizer's), or a guard (control flow that differs between lanes). Not a nest with a
+  // store that reads the cell it writes (an accumulation `T[j, row] += q[row, d]·k[j, d]`, an
+  // update in place): inside one lane that is a dependent chain, so its loops stay scalar around
+  // the lanes instead (each store a loop over the lanes). The band's iterations touch disjoint
+  // cells (parallel_safe), so running the lanes innermost keeps every lane's own order: the same
+  // values.
   static bool whole_per_lane(const Stmt& s) {
     if (s.kind == StmtKind::If) return true;
     if (s.kind != StmtKind::For) return false;
+    bool self_read = false;
     std::function<bool(const Stmt&)> plain = [&](const Stmt& t) {
-      if (t.kind == StmtKind::Set || t.kind == StmtKind::Comment || t.kind == StmtKind::Noop) return true;
+      if (t.kind == StmtKind::Set) {
+        for_each_expr(t.value, [&](const Expr& x) {
+          if (x.kind == ExprKind::Get && x.name == t.name) self_read = true;
+        });
+        return true;
+      }
+      if (t.kind == StmtKind::Comment || t.kind == StmtKind::Noop) return true;
       if (t.kind != StmtKind::For) return false;
       for (const auto& b : t.body)
         if (b && !plain(*b)) return false;
       return true;
     };
-    return plain(s);
+    return plain(s) && !self_read;
+  }
+
+  // A perfect nest accumulating into cells of the lane's own (`T[j, row] += q[row, d]·k[j, d]`
+  // over d, `U[e, row] += T[j, row]·v[j, e]` over j): at most one loop of the nest indexes the
+  // store (a plain iterator: the cells), the others are reduced, and the value reads the stored
+  // node only at the stored cell (not through a replay either). (The store's other indices use
+  // enclosing symbols — the band's, a block's key — so this is not a NestShape.)
+  struct LaneReduction {
+    const Stmt* set = nullptr;
+    const Stmt* cells = nullptr;          // the loop indexing the store, or null (one cell)
+    std::vector<const Stmt*> reduced;     // the other loops, outermost first
+  };
+  std::optional<LaneReduction> lane_reduction(const Stmt& s) const {
+    const std::optional<Nest> nest = as_nest(s);
+    if (!nest || nest->loops.empty()) return std::nullopt;
+    LaneReduction lr;
+    lr.set = nest->set;
+    const Stmt& set = *nest->set;
+    for (const Stmt* l : nest->loops) {
+      if (l->is_dead_loop()) return std::nullopt;
+      bool indexes = false, plain = false;
+      for (const Index& i : set.indices) {
+        const Index c = i.canonical();
+        if (c.mentions(l->sym)) {
+          if (indexes) return std::nullopt;  // two axes
+          indexes = true;
+          plain = c.is_plain_iterator();
+        }
+      }
+      if (!indexes) {
+        lr.reduced.push_back(l);
+        continue;
+      }
+      if (!plain || lr.cells) return std::nullopt;
+      lr.cells = l;
+    }
+    if (lr.reduced.empty()) return std::nullopt;
+    bool self = false, elsewhere = false;
+    for_each_expr(set.value, [&](const Expr& x) {
+      if (x.kind != ExprKind::Get) return;
+      if (x.name == set.name) {
+        self = true;
+        if (x.indices.size() != set.indices.size()) elsewhere = true;
+        for (std::size_t a = 0; a < x.indices.size() && !elsewhere; ++a)
+          if (!(x.indices[a].canonical() == set.indices[a].canonical())) elsewhere = true;
+      } else if (plan_.is_virtual(x.name) && plan_.replay_reads(x.name).count(set.name)) {
+        elsewhere = true;
+      }
+    });
+    if (!self || elsewhere) return std::nullopt;
+    return lr;
+  }
+
+  // The lanes as one simd loop around the reduction (outer-loop vectorization), each lane keeping
+  // kLaneCells cells of the store's loop in scalars (independent chains: the reduction is latency-
+  // bound with one), each cell accumulating over the reduced loops in their order: per cell the
+  // same operations on the same operands in the same order. The band's iterations touch disjoint
+  // cells (parallel_safe), so the lanes may run side by side.
+  static constexpr std::int64_t kLaneCells = 8;
+  void lane_register_reduction(const LaneReduction& lr) {
+    const Stmt& set = *lr.set;
+    const Node& w = plan_.node(set.name);
+    const char* ct = codegen::ctype(w.prec, Dialect::C);
+    const std::int64_t extent = lr.cells ? lr.cells->to - lr.cells->from + 1 : 1;
+    const std::int64_t per = std::min(extent, kLaneCells);
+    auto block = [&](const Aff& first, std::int64_t count) {
+      open_lanes(true);
+      std::vector<std::string> acc;
+      std::vector<Aff> offs;
+      auto bind_cell = [&](std::int64_t k) {
+        if (!lr.cells) return;
+        Aff a = first;
+        a.off += k;
+        em_.bind_sym(lr.cells->sym, a);
+      };
+      for (std::int64_t k = 0; k < count; ++k) {
+        bind_cell(k);
+        acc.push_back(em_.fresh("a"));
+        offs.push_back(em_.offset(w, set.indices));
+        em_.line(fmt::format("{} {} = {};", ct, acc.back(), em_.load(w, offs.back())));
+      }
+      for (const Stmt* r : lr.reduced) {
+        em_.open(em_.loop_header(*r));
+        em_.push_scope();
+      }
+      for (std::int64_t k = 0; k < count; ++k) {
+        bind_cell(k);
+        em_.substitute(w.name, acc[static_cast<std::size_t>(k)]);
+        em_.line(fmt::format("{} = {};", acc[static_cast<std::size_t>(k)],
+                             em_.convert(em_.expr(set.value), set.value->prec, w.prec)));
+        em_.unsubstitute(w.name);
+      }
+      for (auto it = lr.reduced.rbegin(); it != lr.reduced.rend(); ++it) {
+        em_.pop_scope();
+        em_.close();
+        em_.unbind_sym((*it)->sym);
+      }
+      for (std::int64_t k = 0; k < count; ++k) em_.line(em_.store(w, offs[static_cast<std::size_t>(k)],
+                                                                  acc[static_cast<std::size_t>(k)]));
+      if (lr.cells) em_.unbind_sym(lr.cells->sym);
+      close_lanes();
+    };
+    const std::int64_t full = extent / per, rest = extent % per;
+    const std::int64_t from = lr.cells ? lr.cells->from : 0;
+    if (full > 1) {
+      const std::string cb = em_.fresh("cb");
+      em_.open(fmt::format("for (fpc_i64 {0} = 0; {0} < {1}LL; ++{0})", cb, full));
+      block(Aff{{{cb, per}}, from}, per);
+      em_.close();
+    } else if (full == 1) {
+      block(Aff{{}, from}, per);
+    }
+    if (rest > 0) block(Aff{{}, from + full * per}, rest);
+  }
+
+  // A guard whose condition is the same in every lane: it mentions no lane-indexed value (no local
+  // or carried value, no index with the lane symbol). It runs as one scalar `if` around the lanes.
+  bool uniform_guard(const Stmt& s) const {
+    if (s.kind != StmtKind::If || !s.value || !lane_) return false;
+    bool uniform = true;
+    for_each_expr(s.value, [&](const Expr& x) {
+      if (x.kind == ExprKind::GetLocal) uniform = false;
+      if (x.kind == ExprKind::Get || x.kind == ExprKind::EmbedIndex)
+        for (const auto& i : x.indices) uniform = uniform && !i.canonical().mentions(lane_->lane->sym);
+    });
+    return uniform;
   }
 
   // The band's iterations are independent (parallel_safe: disjoint cells, no shared local), so the
@@ -633,6 +771,10 @@ class CGenerator {
       }
       case StmtKind::For:
         if (s.is_dead_loop()) return;
+        if (const std::optional<LaneReduction> lr = lane_reduction(s)) {
+          lane_register_reduction(*lr);
+          return;
+        }
         if (!whole_per_lane(s)) {
           if (auto f = fission_of(s)) {
             fissioned_loop(s, *f);
@@ -647,6 +789,14 @@ class CGenerator {
         }
         [[fallthrough]];
       case StmtKind::If: {
+        if (uniform_guard(s)) {
+          em_.open(fmt::format("if ({} != 0)", em_.expr(s.value)));
+          em_.push_scope();
+          lane_list(s.body);
+          em_.pop_scope();
+          em_.close();
+          return;
+        }
         open_lanes(false);
         em_.stmt(s);
         close_lanes();

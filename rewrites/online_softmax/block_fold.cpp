@@ -527,16 +527,14 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
     const Index i = raw.canonical();
     fold_idx.push_back(i.is_plain_iterator() && i.terms[0].sym == nz.t.sym ? key : i);
   }
-  auto tile_at = [&](const std::string& tile, Index last, Prec p) {
-    std::vector<Index> idx = row_idx;
-    idx.push_back(std::move(last));
-    return get(tile, std::move(idx), p);
-  };
-  auto tile_idx = [&](Index last) {
-    std::vector<Index> idx = row_idx;
-    idx.push_back(std::move(last));
+  // Tiles are laid out [cell, rows...]: the row axes last, so the rows a compiled executor runs
+  // side by side (one per vector lane) read consecutive cells.
+  auto tile_idx = [&](Index first) {
+    std::vector<Index> idx = {std::move(first)};
+    idx.insert(idx.end(), row_idx.begin(), row_idx.end());
     return idx;
   };
+  auto tile_at = [&](const std::string& tile, Index first, Prec p) { return get(tile, tile_idx(std::move(first)), p); };
   auto L = [&](const std::string& n) { return get_local(n, sp); };
   auto floor_at_lowest = [&](ExprP v) { return binary(BinOp::Max, std::move(v), constant(lowest_finite(sp), sp), sp); };
   const ExprP key_live =
@@ -549,6 +547,8 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
   // The block's scores: the contraction into the tile cell, then the chain.
   const ExprP s_cell = tile_at(tile_s, Index::iter(j), sp);
   std::vector<StmtP> score_body;
+  std::vector<StmtP> row_copies;
+  std::vector<Node> extra_tiles;
   {
     const Nest& sn = *fm.score_nest;
     std::map<std::string, Index> m = cell_map(sn, fold_idx);
@@ -563,6 +563,38 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
     auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
     const auto red = *reduction_of(sn);
     ExprP term = rewrite_expr(red.other, m, keep_reads);
+    // The contraction's row operand (the factor that does not depend on the key: q) is copied once
+    // per row into a tile laid out [reduced cells, rows] before the scan, and read from there: the
+    // same values, read by consecutive rows side by side (a compiled executor's vector lanes).
+    const std::vector<ExprP> factors = {term->args[0], term->args[1]};
+    for (std::size_t f = 0; f < 2; ++f) {
+      const Expr& g = *factors[f];
+      bool keyed = false;
+      for (const Index& i : g.indices) keyed = keyed || i.mentions(tb) || i.mentions(j);
+      if (keyed || reduced.empty()) continue;
+      const Node* src = view.node(g.name);
+      const std::string tile = names.mint("os_block_rows_" + g.name);
+      Index cell;  // the reduced loops' cells, flattened (each loop from its own start)
+      std::int64_t stride = 1;
+      for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) {
+        cell.terms.insert(cell.terms.begin(), Index::Term{stride, it->sym});
+        cell.offset -= stride * it->from;
+        stride *= it->to - it->from + 1;
+      }
+      cell = cell.canonical();
+      StmtP copy = set(tile, tile_idx(cell), get(g.name, g.indices, src->prec));
+      for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) copy = for_loop(it->sym, it->from, it->to, {copy});
+      row_copies.push_back(copy);
+      Node tn;
+      tn.name = tile;
+      tn.dims = {stride};
+      tn.dims.insert(tn.dims.end(), row_dims.begin(), row_dims.end());
+      tn.prec = src->prec;
+      extra_tiles.push_back(tn);
+      ExprP read = get(tile, tile_idx(cell), src->prec);
+      term = binary(term->binop(), f == 0 ? read : term->args[0], f == 1 ? read : term->args[1], term->prec);
+      break;  // one operand: the other is the key's
+    }
     ExprP acc = red.target_first ? binary(BinOp::Add, s_cell, term, red.prec) : binary(BinOp::Add, term, s_cell, red.prec);
     StmtP s = set(tile_s, tile_idx(Index::iter(j)), acc);
     for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
@@ -587,7 +619,14 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
 
   std::vector<StmtP> body;
   if (tail) body.push_back(for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)), constant(-INFINITY, sp))}));
-  body.push_back(for_loop(j, 0, bk - 1, guarded(score_body)));
+  if (tail) {
+    body.push_back(for_loop(j, 0, bk - 1, guarded(score_body)));
+  } else {
+    // Without a tail the three steps run as three loops over the block (each cell still takes
+    // them in order): the contraction is then one perfect nest over the block's keys, which a
+    // compiled executor keeps in registers across the keys.
+    for (const StmtP& st : score_body) body.push_back(for_loop(j, 0, bk - 1, {st}));
+  }
   body.push_back(declare_local(rmax, sp));
   body.push_back(set_local(rmax, L(mp)));
   body.push_back(for_loop(j, 0, bk - 1, {set_local(rmax, binary(BinOp::Max, L(rmax), s_cell, sp))}));
@@ -666,11 +705,12 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
   }
   std::vector<Carried> carried = {Carried{mp, mn, sp, constant(-INFINITY, sp)},
                                   Carried{lp, ln, sp, constant(0.0, sp)}};
-  std::vector<StmtP> row_body = {
+  std::vector<StmtP> row_body = row_copies;
+  for (StmtP st : {
       over_values(set(tile_u, tile_idx(u_cell), constant(0.0, up))),
       for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)), constant(0.0, sp))}),
-      scan_loop(tb, 0, nkb - 1, ScanDir::Forward, std::move(carried), std::move(body)),
-  };
+      scan_loop(tb, 0, nkb - 1, ScanDir::Forward, std::move(carried), std::move(body))})
+    row_body.push_back(st);
   StmtP fold = row_body.size() == 1 ? row_body[0] : seq(row_body);
   for (auto it = nz.rows.rbegin(); it != nz.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
 
@@ -679,15 +719,16 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
   for (int p : fm.moved) em.stmts.push_back(view.line(p).stmt);
   Node ts;
   ts.name = tile_s;
-  ts.dims = row_dims;
-  ts.dims.push_back(bk);
+  ts.dims = {bk};
+  ts.dims.insert(ts.dims.end(), row_dims.begin(), row_dims.end());
   ts.prec = sp;
   Node tu;
   tu.name = tile_u;
-  tu.dims = row_dims;
-  tu.dims.push_back(value_cells);
+  tu.dims = {value_cells};
+  tu.dims.insert(tu.dims.end(), row_dims.begin(), row_dims.end());
   tu.prec = up;
   em.tiles = {ts, tu};
+  for (auto& t : extra_tiles) em.tiles.push_back(std::move(t));
   return em;
 }
 

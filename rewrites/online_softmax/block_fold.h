@@ -14,20 +14,24 @@
 //           writing every cell of S (the other chain reads — a mask tensor — are leaves).
 //
 // EMITS at f_at, around the max's row loops (same symbols and ranges), with bk = min(B, sk) and
-// nkb = ceil(sk / bk) blocks, two minted tiles indexed by the row loops — T (bk cells per row, the
-// state precision SP) and U (one cell per value-axis cell, the wider of SP and O's state
-// precision) — and one scan per row:
-//   U[row, :] = 0;  T[row, :] = 0
+// nkb = ceil(sk / bk) blocks, minted tiles with the row axes last — T[j, rows] (bk cells per row,
+// the state precision SP), U[e, rows] (one cell per value-axis cell, the wider of SP and O's state
+// precision) and Q[d, rows] (the contraction's operand that does not depend on the key, at its
+// own precision: a copy); below, T[j], U[e] and Q[d] are the current row's cells — and one scan
+// per row:
+//   Q[:] = a[row, :]                                   the row operand, copied (rows last)
+//   U[:] = 0;  T[:] = 0
 //   scan tb in 0..nkb-1 carry (mp -> mn = -inf, lp -> ln = 0) {
-//     [tail] T[row, j] = -inf for every j                     padding: zero weight, never a zero score
+//     [tail] T[j] = -inf for every j                     padding: zero weight, never a zero score
 //     for j [tail: if bk·tb + j < sk] {                        the block's scores, computed as composed:
-//       T[row, j] = 0; T[row, j] += a·b over the contraction's loops; T[row, j] = chain(T[row, j]) }
-//     mn := max(…max(mp, T[row, 0])…, T[row, bk-1])           the same maxima in the same order
+//       T[j] = 0; T[j] += Q·b over the contraction's loops; T[j] = chain(T[j]) }
+//                                     (without a tail: three loops over j, the contraction one nest)
+//     mn := max(…max(mp, T[0])…, T[bk-1])           the same maxima in the same order
 //     fl := max(mn, LOWEST);  α := exp(max(mp, LOWEST) - fl)   shape 1's floors
-//     T[row, j] = exp(T[row, j] - fl);  ln := lp·α + Σ_j T[row, j]
-//     U[row, e] = U[row, e]·α;  U[row, e] += T[row, j]·v[.., bk·tb + j, e]  [tail-guarded]
+//     T[j] = exp(T[j] - fl);  ln := lp·α + Σ_j T[j]
+//     U[e] = U[e]·α;  U[e] += T[j]·v[.., bk·tb + j, e]  [tail-guarded]
 //     [m live] m = mn;  [l live] l = where(mn == -inf, NaN, ln)  (every block)
-//     if tb == nkb - 1: O[row, e] = U[row, e] / where(mn == -inf, NaN, ln)
+//     if tb == nkb - 1: O[row, e] = U[e] / where(mn == -inf, NaN, ln)
 //   }
 // followed by the live definitions reading the row state (n, e, P, … read after the fold: a
 // training step's backward), moved there unchanged. Removed: the max and its -inf fill, the sum
@@ -59,7 +63,8 @@
 //   [row-state-reader]        a definition reading the row state cannot be moved behind the fold
 //                             (not a single-writer pointwise nest, or it reads a node written in
 //                             between)
-//   [tile-too-large]          a row's tiles exceed the local budget (kFoldTileBudget bytes)
+//   [tile-too-large]          a row's score and numerator tiles exceed the local budget
+//                             (kFoldTileBudget bytes)
 
 #include <cstdint>
 #include <optional>

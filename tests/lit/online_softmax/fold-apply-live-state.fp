@@ -5,7 +5,7 @@
 # CHECK: scan os_block_t in 0..1 forward
 # CHECK: m[i] = os_m_next_m
 # CHECK-NEXT: l[i] = os_norm_l
-# CHECK: o[i, os_c] = div.f32(os_block_numerator_o[i, os_c], os_norm_l)
+# CHECK: o[i, os_c] = div.f32(os_block_numerator_o[os_c, i], os_norm_l)
 # CHECK: n[i, t] = sub.f32(x[i, t], m[i])
 # CHECK: e[i, t] = exp.f32(n[i, t])
 # CHECK: p[i, t] = div.f32(e[i, t], l[i])
