@@ -548,6 +548,7 @@ class CGenerator {
     const std::int64_t extent = lr.cells ? lr.cells->to - lr.cells->from + 1 : 1;
     const std::int64_t per = std::min(extent, kLaneCells);
     auto block = [&](const Aff& first, std::int64_t count) {
+      em_.line(fmt::format("/* lane reduction: {} cell{} per lane */", count, count == 1 ? "" : "s"));
       open_lanes(true);
       std::vector<std::string> acc;
       std::vector<Aff> offs;

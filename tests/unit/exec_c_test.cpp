@@ -255,6 +255,69 @@ TEST(ExecC, LaneBandRecurrenceThroughMemoryReadsFreshValues) {
   expect_bitwise({r}, {"recur"});
 }
 
+// Lane bands (exec/c_codegen.cpp lane_stmt): a store nest accumulating into the lane's own cells
+// runs as one simd loop over the lanes with 8 cells per lane in scalars (lane_register_reduction:
+// 13 cells, so a block of 8 and a rest of 5, and a single-cell reduction); an update in place with
+// the lanes innermost; a guard the same in every lane as one scalar `if` around them — inside a
+// scan, with NaN/±inf inputs and every precision: bitwise the interpreter. A nest reading its
+// cell at another index stays whole per lane and still agrees.
+TEST(ExecC, LaneBandReductionsAndUniformGuardsStayBitwise) {
+  auto routine = [](const std::string& p, const std::string& acc_read) {
+    return parse_checked(fmt::format(R"(routine lanes {{
+  node q : {0}[21, 6] materialized input
+  node k : {0}[13, 6] materialized input
+  node t : {0}[13, 21] materialized
+  node u : {0}[21] materialized
+  node y : {0}[13, 21] materialized output
+  node z : {0}[21] materialized output
+  for s in 0..20 {{
+    scan b in 0..2 forward carry(cp -> cn : {0} = 0:{0}) {{
+      for j in 0..12 {{
+        t[j, s] = 0:{0}
+      }}
+      for j in 0..12 {{
+        for d in 0..5 {{
+          t[j, s] = add.{0}(t[j, s], mul.{0}(q[s, d], k[j, d]))
+        }}
+      }}
+      for d in 0..5 {{
+        u[s] = add.{0}(u[s], mul.{0}(q[s, d], k[{1}, d]))
+      }}
+      for j in 0..12 {{
+        t[j, s] = mul.{0}(t[j, s], 0.5:{0})
+      }}
+      if lt.i32(idx.i32(b), 2:i32) {{
+        for j in 0..12 {{
+          y[j, s] = add.{0}(y[j, s], t[j, s])
+        }}
+      }}
+      cn := add.{0}(cp, u[s])
+      z[s] = cn
+    }}
+  }}
+}})",
+                                     p, acc_read));
+  };
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (const std::string p : {"f32", "f64", "f16", "bf16"}) {
+    rs.push_back(routine(p, "b"));
+    names.push_back(p);
+  }
+  const std::string c = generate_c(make_plan(rs[0], test_options().placement));
+  EXPECT_NE(c.find("if ((((fpc_i32)("), std::string::npos) << "the uniform guard is one scalar if";
+  EXPECT_NE(c.find("lane reduction: 8 cells per lane"), std::string::npos) << "13 cells: a block of 8";
+  EXPECT_NE(c.find("lane reduction: 5 cells per lane"), std::string::npos) << "and the rest";
+  EXPECT_NE(c.find("lane reduction: 1 cell per lane"), std::string::npos) << "u[s] over d";
+  expect_bitwise(rs, names);
+  auto progs = compile_c_batch({rs[0]}, test_options());
+  TensorMap in = random_inputs(rs[0], 9);
+  in.at("q").data[7] = NAN;
+  in.at("k").data[20] = INFINITY;
+  in.at("k").data[33] = -INFINITY;
+  EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
+}
+
 // Loop fission (exec/c_codegen.cpp fissioned_loop): a lane band's loop over t computing a local
 // and accumulating it into a store nest runs the locals for a chunk of t first, then the
 // accumulation with the cells in a small array — bitwise the same, at every precision, with
