@@ -521,6 +521,13 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
     row_idx.push_back(Index::iter(r.sym));
     row_dims.push_back(r.to - r.from + 1);
   }
+  // The widest row axis is padded by 16 cells (never accessed): with the rows last, a tile's cells
+  // are a whole row extent apart, and at power-of-two lengths (2048 rows: 8 KiB) every cell of a
+  // block of rows would fall into the same few cache sets.
+  if (!row_dims.empty()) {
+    auto widest = std::max_element(row_dims.begin(), row_dims.end());
+    if (*widest >= 16) *widest += 16;
+  }
   const Index key{{Index::Term{bk, tb}, Index::Term{1, j}}, nz.t.from};
   std::vector<Index> fold_idx;  // x's axes at the fold's symbols
   for (const auto& raw : nz.x_idcs) {
