@@ -78,6 +78,21 @@ bool Index::mentions(const std::string& sym) const {
   return false;
 }
 
+Index Index::substituted(const std::map<std::string, Index>& by) const {
+  Index out;
+  out.offset = offset;
+  for (const auto& t : terms) {
+    auto it = by.find(t.sym);
+    if (it == by.end()) {
+      out.terms.push_back(t);
+      continue;
+    }
+    out.offset += t.coef * it->second.offset;
+    for (const auto& u : it->second.terms) out.terms.push_back(Term{t.coef * u.coef, u.sym});
+  }
+  return out.canonical();
+}
+
 // ---- expressions ------------------------------------------------------------------------------
 
 namespace {

@@ -161,6 +161,8 @@ struct Index {
   // Merges repeated symbols and drops zero coefficients, keeping first-appearance order.
   Index canonical() const;
   bool mentions(const std::string& sym) const;
+  // This index with each symbol in `by` replaced by its index there (others kept), canonical.
+  Index substituted(const std::map<std::string, Index>& by) const;
   bool operator==(const Index&) const = default;
 };
 

@@ -1467,21 +1467,7 @@ class CGenerator {
     return f;
   }
 
-  // `i` with each symbol replaced by its index in `sub` (symbols not in `sub` kept).
-  static Index substituted(const Index& i, const std::map<std::string, Index>& sub) {
-    Index out;
-    out.offset = i.offset;
-    for (const auto& t : i.terms) {
-      auto it = sub.find(t.sym);
-      if (it == sub.end()) {
-        out.terms.push_back(t);
-        continue;
-      }
-      out.offset += t.coef * it->second.offset;
-      for (const auto& u : it->second.terms) out.terms.push_back({t.coef * u.coef, u.sym});
-    }
-    return out.canonical();
-  }
+  static Index substituted(const Index& i, const std::map<std::string, Index>& sub) { return i.substituted(sub); }
 
   // P for the rows whose R target symbols are bound now: P's row loops bound to them, its other
   // loops around its store (omp simd on the innermost).

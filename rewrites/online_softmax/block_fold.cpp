@@ -408,20 +408,7 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
 
 // ---- emission ----------------------------------------------------------------------------------
 
-Index subst(const Index& i, const std::map<std::string, Index>& m) {
-  Index out;
-  out.offset = i.offset;
-  for (const auto& t : i.terms) {
-    auto it = m.find(t.sym);
-    if (it == m.end()) {
-      out.terms.push_back(t);
-      continue;
-    }
-    out.offset += t.coef * it->second.offset;
-    for (const auto& u : it->second.terms) out.terms.push_back(Index::Term{t.coef * u.coef, u.sym});
-  }
-  return out.canonical();
-}
+Index subst(const Index& i, const std::map<std::string, Index>& m) { return i.substituted(m); }
 
 std::vector<Index> subst(const std::vector<Index>& v, const std::map<std::string, Index>& m) {
   std::vector<Index> out;

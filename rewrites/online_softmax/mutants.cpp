@@ -45,19 +45,7 @@ ExprP retype_local(const ExprP& e, const std::string& name, Prec p) {
   });
 }
 
-Index subst(const Index& idx, const std::string& sym, const Index& by) {
-  Index out;
-  out.offset = idx.offset;
-  for (const auto& t : idx.terms) {
-    if (t.sym != sym) {
-      out.terms.push_back(t);
-      continue;
-    }
-    for (const auto& bt : by.terms) out.terms.push_back(Index::Term{t.coef * bt.coef, bt.sym});
-    out.offset += t.coef * by.offset;
-  }
-  return out.canonical();
-}
+Index subst(const Index& idx, const std::string& sym, const Index& by) { return idx.substituted({{sym, by}}); }
 
 ExprP subst_expr(const ExprP& e, const std::string& sym, const Index& by) {
   return map_expr(e, [&](const ExprP& x) -> ExprP {
