@@ -20,38 +20,9 @@ namespace {
 
 using namespace ostest;
 
-struct Case {
-  std::string mask = "none";
-  std::string fill = "-inf";
-  std::int64_t sq = 3, sk = 3;
-  int layers = 1;
-  Prec prec = Prec::F32;
-  bool train = false;
-  double dropout = 0;
-};
+using Case = AttentionCase;
 
-std::string name(const Case& c) {
-  return ::testing::PrintToString(c.mask) + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " +
-         std::to_string(c.sk) + " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) +
-         (c.train ? " train" : "") + (c.dropout > 0 ? " dropout" : "");
-}
-
-AttentionSpec spec_of(const Case& c) {
-  AttentionSpec s;
-  s.batch = 1;
-  s.heads = 2;
-  s.sq = c.sq;
-  s.sk = c.sk;
-  s.d = c.layers > 1 ? 3 : 4;
-  s.e = 3;
-  s.mask = c.mask;
-  s.mask_fill = c.fill;
-  s.precision = c.prec;
-  s.layers = c.layers;
-  s.train = c.train;
-  s.dropout = c.dropout;
-  return s;
-}
+std::string name(const Case& c) { return case_name(c); }
 
 // Runs composed and rewritten on the same inputs and compares every output.
 void differential(const Case& c, double tol) {

@@ -12,6 +12,7 @@
 #include "core/ir_visit.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
+#include "frontend/attention.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
 
@@ -37,6 +38,41 @@ inline std::string lit_path(const std::string& file) {
 // A routine of tests/lit/online_softmax/, parsed and checked.
 inline Routine lit_routine(const std::string& file) {
   return parse_checked(read_text_file(lit_path(file)), file);
+}
+
+// One small attention of the differential tests (batch 1, 2 heads, d = 4 — 3 when layers stack,
+// which needs d = e — and e = 3).
+struct AttentionCase {
+  std::string mask = "none";
+  std::string fill = "-inf";
+  std::int64_t sq = 3, sk = 3;
+  int layers = 1;
+  Prec prec = Prec::F32;
+  bool train = false;
+  double dropout = 0;
+};
+
+inline AttentionSpec spec_of(const AttentionCase& c) {
+  AttentionSpec s;
+  s.batch = 1;
+  s.heads = 2;
+  s.sq = c.sq;
+  s.sk = c.sk;
+  s.d = c.layers > 1 ? 3 : 4;
+  s.e = 3;
+  s.mask = c.mask;
+  s.mask_fill = c.fill;
+  s.precision = c.prec;
+  s.layers = c.layers;
+  s.train = c.train;
+  s.dropout = c.dropout;
+  return s;
+}
+
+inline std::string case_name(const AttentionCase& c) {
+  return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) +
+         " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) + (c.train ? " train" : "") +
+         (c.dropout > 0 ? " dropout" : "");
 }
 
 inline Config gate_on() {

@@ -31,36 +31,27 @@ Config fold_on(std::int64_t block) {
   return c;
 }
 
-struct Case {
-  std::string mask = "none";
-  std::string fill = "-inf";
-  std::int64_t sq = 5, sk = 7;
+// A differential case (online_softmax_fixtures.h) with the fold's block size; 5 queries and 7 keys
+// by default.
+struct Case : AttentionCase {
   std::int64_t block = 3;
-  int layers = 1;
-  Prec prec = Prec::F32;
-  bool train = false;
+  Case() {
+    sq = 5;
+    sk = 7;
+  }
+  Case(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b, Prec p = Prec::F32,
+       bool tr = false) {
+    mask = std::move(m);
+    fill = std::move(f);
+    sq = q;
+    sk = k;
+    block = b;
+    prec = p;
+    train = tr;
+  }
 };
 
-std::string name(const Case& c) {
-  return fmt::format("mask {} fill {} sq {} sk {} B {} layers {} {}{}", c.mask, c.fill, c.sq, c.sk, c.block,
-                     c.layers, prec_name(c.prec), c.train ? " train" : "");
-}
-
-AttentionSpec spec_of(const Case& c) {
-  AttentionSpec s;
-  s.batch = 1;
-  s.heads = 2;
-  s.sq = c.sq;
-  s.sk = c.sk;
-  s.d = c.layers > 1 ? 3 : 4;
-  s.e = 3;
-  s.mask = c.mask;
-  s.mask_fill = c.fill;
-  s.precision = c.prec;
-  s.layers = c.layers;
-  s.train = c.train;
-  return s;
-}
+std::string name(const Case& c) { return case_name(c) + " B " + std::to_string(c.block); }
 
 int fold_count(const RewriteResult& r) {
   int n = 0;
@@ -168,8 +159,8 @@ TEST(OnlineSoftmaxFold, CompiledCIsBitwiseTheInterpreter) {
   std::vector<Routine> rs;
   std::vector<std::string> names;
   for (Case c : {Case{"causal", "-inf", 5, 7, 3}, Case{"none", "nan", 4, 9, 4}, Case{"padding:9", "-inf", 3, 9, 2},
-                 Case{"causal", "-inf", 6, 6, 16, 1, Prec::F64}, Case{"causal", "-inf", 5, 7, 2, 1, Prec::F16},
-                 Case{"causal", "-inf", 5, 7, 3, 1, Prec::F32, true}}) {
+                 Case{"causal", "-inf", 6, 6, 16, Prec::F64}, Case{"causal", "-inf", 5, 7, 2, Prec::F16},
+                 Case{"causal", "-inf", 5, 7, 3, Prec::F32, true}}) {
     rs.push_back(run_tier(build_attention(spec_of(c)), fold_on(c.block)).routine);
     names.push_back(name(c));
   }
@@ -197,6 +188,8 @@ std::string decline_code(const Routine& r, std::int64_t block = 4) {
   return "(no decline)";
 }
 
+// The composed attention of the decline tests: {0} extra node declarations, {1} O's dims, {2}
+// statements between the probabilities and `zero o`, {3} the value pass, {4} the score statements.
 constexpr const char* kComposed = R"(routine fold_decline {{
   node q : f32[3, 2] materialized input
   node k : f32[5, 2] materialized input
@@ -209,10 +202,7 @@ constexpr const char* kComposed = R"(routine fold_decline {{
   node p : f32[3, 5] materialized
   {0}
   node o : f32[{1}] materialized output
-  zero s
-  for i in 0..2 {{ for t in 0..4 {{ for d in 0..1 {{
-    s[i, t] = add.f32(s[i, t], mul.f32(q[i, d], k[t, d]))
-  }} }} }}
+  {4}
   for i in 0..2 {{ m[i] = -inf:f32 }}
   for i in 0..2 {{ for t in 0..4 {{ m[i] = max.f32(m[i], s[i, t]) }} }}
   for i in 0..2 {{ for t in 0..4 {{ n[i, t] = sub.f32(s[i, t], m[i]) }} }}
@@ -225,9 +215,12 @@ constexpr const char* kComposed = R"(routine fold_decline {{
   {3}
 }})";
 
+const std::string kContraction =
+    "zero s\n  for i in 0..2 { for t in 0..4 { for d in 0..1 { s[i, t] = add.f32(s[i, t], mul.f32(q[i, d], k[t, d])) } } }";
+
 Routine composed_with(const std::string& nodes, const std::string& o_dims, const std::string& between,
-                      const std::string& value_pass) {
-  return parse_checked(fmt::format(fmt::runtime(kComposed), nodes, o_dims, between, value_pass));
+                      const std::string& value_pass, const std::string& scores = kContraction) {
+  return parse_checked(fmt::format(fmt::runtime(kComposed), nodes, o_dims, between, value_pass, scores));
 }
 
 const std::string kValuePass = "for i in 0..2 { for c in 0..3 { for t in 0..4 { o[i, c] = add.f32(o[i, c], mul.f32(p[i, t], v[t, c])) } } }";
@@ -261,27 +254,8 @@ TEST(OnlineSoftmaxFold, DeclinesAnInputWrittenInTheSpan) {
 }
 
 TEST(OnlineSoftmaxFold, DeclinesScoresThatAreNotAContraction) {
-  Routine r = parse_checked(R"(routine nc {
-  node x : f32[3, 5] materialized input
-  node v : f32[5, 4] materialized input
-  node s : f32[3, 5] materialized
-  node m : f32[3] materialized
-  node n : f32[3, 5] materialized
-  node e : f32[3, 5] materialized
-  node l : f32[3] materialized
-  node p : f32[3, 5] materialized
-  node o : f32[3, 4] materialized output
-  for i in 0..2 { for t in 0..4 { s[i, t] = mul.f32(x[i, t], x[i, t]) } }
-  for i in 0..2 { m[i] = -inf:f32 }
-  for i in 0..2 { for t in 0..4 { m[i] = max.f32(m[i], s[i, t]) } }
-  for i in 0..2 { for t in 0..4 { n[i, t] = sub.f32(s[i, t], m[i]) } }
-  for i in 0..2 { for t in 0..4 { e[i, t] = exp.f32(n[i, t]) } }
-  zero l
-  for i in 0..2 { for t in 0..4 { l[i] = add.f32(l[i], e[i, t]) } }
-  for i in 0..2 { for t in 0..4 { p[i, t] = div.f32(e[i, t], l[i]) } }
-  zero o
-  for i in 0..2 { for c in 0..3 { for t in 0..4 { o[i, c] = add.f32(o[i, c], mul.f32(p[i, t], v[t, c])) } } }
-})");
+  Routine r = composed_with("", "3, 4", "", kValuePass,
+                            "for i in 0..2 { for t in 0..4 { s[i, t] = mul.f32(q[i, 0], k[t, 1]) } }");
   EXPECT_EQ(decline_code(r), "scores-not-contraction");
 }
 
