@@ -8,7 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "attention_reference.h"
 #include "core/checker.h"
+#include "core/interpreter.h"
 #include "core/ir_visit.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
@@ -73,6 +75,16 @@ inline std::string case_name(const AttentionCase& c) {
   return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) +
          " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) + (c.train ? " train" : "") +
          (c.dropout > 0 ? " dropout" : "");
+}
+
+// Both routines on the same inputs (make_inputs with `seed`), every output of the first within
+// `tol` of it in the second (attention_reference.h close).
+inline void expect_outputs_close(const Routine& composed, const Routine& rewritten, std::uint64_t seed, double tol) {
+  TensorMap in = testref::make_inputs(composed, seed);
+  TensorMap want = interpret(composed, in);
+  TensorMap got = interpret(rewritten, in);
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [node, t] : want) EXPECT_TRUE(testref::close(got.at(node).data, t.data, tol, node));
 }
 
 inline Config gate_on() {
