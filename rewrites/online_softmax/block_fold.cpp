@@ -158,10 +158,9 @@ std::optional<Fail> inputs_unwritten(const RoutineView& view, const FoldMatch& f
   return std::nullopt;
 }
 
-std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& nz, std::int64_t block) {
-  FoldMatch fm;
-  fm.nz = nz;
-  fm.block = block;
+// P = e / l read by a value pass: sets p_pos, p, f_at.
+std::optional<Fail> find_value_pass(const RoutineView& view, FoldMatch& fm) {
+  const Normalizer& nz = fm.nz;
   // P = e / l, directly, and the value pass reading it.
   int value_pass = -1;
   bool indirect = false;
@@ -214,7 +213,14 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
                                        "to fold",
                                        nz.e, nz.e, nz.l)};
   fm.f_at = value_pass;
-  const Nest& vn = *view.line(value_pass).nest;
+  return std::nullopt;
+}
+
+// The value pass's shape: P's read along x's axes, the value axes indexing O, O written whole,
+// zeroed right before and read by nothing in between, every node floating point.
+std::optional<Fail> check_value_pass(const RoutineView& view, FoldMatch& fm) {
+  const Normalizer& nz = fm.nz;
+  const Nest& vn = *view.line(fm.f_at).nest;
   fm.value_nest = &vn;
   fm.o = vn.store->name;
   auto red = *reduction_of(vn);
@@ -299,6 +305,13 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
   if (!(nz.c < fm.p_pos && fm.p_pos < fm.f_at))
     return Fail{"value-pass-shape", fmt::format("the probabilities {} are not computed after the sum and before the value pass", fm.p)};
 
+  return std::nullopt;
+}
+
+// The score chain down to its contraction, and the fold's inputs unwritten in the span.
+std::optional<Fail> check_scores(const RoutineView& view, FoldMatch& fm) {
+  const Normalizer& nz = fm.nz;
+  const Node* x = view.node(nz.x);
   // The score chain.
   auto ch = match_chain(view, fm);
   if (auto* f = std::get_if<Fail>(&ch)) return *f;
@@ -321,10 +334,23 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
       return Fail{"input-written-in-span", fmt::format("the fold would read {}, a node it consumes", in)};
   if (auto f = inputs_unwritten(view, fm, inputs, fm.s_pos)) return *f;
 
+  return std::nullopt;
+}
+
+// The statements the fold consumes outright.
+std::set<int> removed_statements(const FoldMatch& fm) {
+  const Normalizer& nz = fm.nz;
+  return {nz.a_init, nz.a, nz.c_init, nz.c, fm.z_o, fm.f_at};
+}
+
+// Row-state closure: the pointwise definitions between the max and the value pass reading m, l or
+// nodes defined from them, split into moved (live) and dead ones; m and l live or not.
+std::optional<Fail> row_state_closure(const RoutineView& view, FoldMatch& fm) {
+  const Normalizer& nz = fm.nz;
   // Row-state closure: pointwise definitions between the max and f_at reading m, l or nodes
   // defined from them.
   std::set<std::string> state = {nz.m, nz.l};
-  std::set<int> removed = {nz.a_init, nz.a, nz.c_init, nz.c, fm.z_o, fm.f_at};
+  const std::set<int> removed = removed_statements(fm);
   std::vector<int> defs;
   for (int p = nz.a + 1; p < fm.f_at; ++p) {
     const Line& li = view.line(p);
@@ -380,9 +406,15 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
                                   pos_text(p), r, pos_text(w))};
     }
   }
+  return std::nullopt;
+}
+
+// A row's tiles within the local budget; whether the score chain goes with the fold.
+std::optional<Fail> check_tiles_and_chain(const RoutineView& view, FoldMatch& fm) {
+  const Normalizer& nz = fm.nz;
   // Tiles per row.
   const std::int64_t sk = nz.t.to - nz.t.from + 1;
-  const std::int64_t bk = std::min(block, sk);
+  const std::int64_t bk = std::min(fm.block, sk);
   std::int64_t value_cells = 1;
   for (const auto& l : fm.value_loops) value_cells *= l.to - l.from + 1;
   const std::int64_t tile_bytes = (bk + value_cells) * 8;
@@ -392,6 +424,9 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
                             "local budget",
                             tile_bytes, bk, value_cells, kFoldTileBudget)};
   // The score chain is removed where nothing outside the removed statements reads it.
+  const std::set<int> removed = removed_statements(fm);
+  std::set<std::string> chain_nodes = {fm.s};
+  for (const Nest* n : fm.chain_nests) chain_nodes.insert(n->store->name);
   bool chain_dead = true;
   std::set<int> chain_pos = {fm.s_zero, fm.s_pos};
   for (int p : fm.chain) chain_pos.insert(p);
@@ -403,6 +438,15 @@ std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& n
         chain_dead = false;
   }
   fm.score_chain_removed = chain_dead;
+  return std::nullopt;
+}
+
+std::variant<FoldMatch, Fail> match(const RoutineView& view, const Normalizer& nz, std::int64_t block) {
+  FoldMatch fm;
+  fm.nz = nz;
+  fm.block = block;
+  for (auto step : {find_value_pass, check_value_pass, check_scores, row_state_closure, check_tiles_and_chain})
+    if (std::optional<Fail> f = step(view, fm)) return *f;
   return fm;
 }
 
