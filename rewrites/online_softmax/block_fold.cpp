@@ -524,94 +524,152 @@ std::variant<FoldPlan, Decline> match_fold(const RoutineView& view, const Normal
   return plan;
 }
 
-FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter& names) {
-  const FoldMatch& fm = *plan.match;
-  const Normalizer& nz = fm.nz;
-  const Node& o = *view.node(fm.o);
-  const Prec sp = state_prec(nz.score_prec);
-  const Prec up = (sp == Prec::F64 || state_prec(o.prec) == Prec::F64) ? Prec::F64 : Prec::F32;
-  const std::int64_t sk = nz.t.to - nz.t.from + 1;
-  const std::int64_t bk = std::min(fm.block, sk);
-  const std::int64_t nkb = (sk + bk - 1) / bk;
-  const bool tail = sk % bk != 0;
+namespace {
 
-  const std::string tb = names.mint("os_block_" + nz.t.sym);
-  const std::string j = names.mint("os_key_" + nz.t.sym);
-  const std::string tile_s = names.mint("os_block_scores_" + nz.x);
-  const std::string tile_u = names.mint("os_block_numerator_" + fm.o);
-  const std::string mp = names.mint("os_m_prev_" + nz.m), mn = names.mint("os_m_next_" + nz.m);
-  const std::string lp = names.mint("os_l_prev_" + nz.l), ln = names.mint("os_l_next_" + nz.l);
-  const std::string rmax = names.mint("os_block_max_" + nz.m), fl = names.mint("os_floor_" + nz.m);
-  const std::string alpha = names.mint("os_rescale_" + nz.l), rs = names.mint("os_block_sum_" + nz.l);
-  const std::string norm = names.mint("os_norm_" + nz.l);
+// Builds one fold (the EMITS section of block_fold.h): the names and the fold's index space are
+// fixed on construction; each method emits one part of the per-row scan.
+class FoldEmitter {
+ public:
+  FoldEmitter(const FoldMatch& fm, const RoutineView& view, NameMinter& names)
+      : fm_(fm), nz_(fm.nz), view_(view), names_(names) {
+    const Node& o = *view.node(fm.o);
+    sp_ = state_prec(nz_.score_prec);
+    up_ = (sp_ == Prec::F64 || state_prec(o.prec) == Prec::F64) ? Prec::F64 : Prec::F32;
+    sk_ = nz_.t.to - nz_.t.from + 1;
+    bk_ = std::min(fm.block, sk_);
+    nkb_ = (sk_ + bk_ - 1) / bk_;
+    tail_ = sk_ % bk_ != 0;
+    tb_ = names.mint("os_block_" + nz_.t.sym);
+    j_ = names.mint("os_key_" + nz_.t.sym);
+    tile_s_ = names.mint("os_block_scores_" + nz_.x);
+    tile_u_ = names.mint("os_block_numerator_" + fm.o);
+    mp_ = names.mint("os_m_prev_" + nz_.m);
+    mn_ = names.mint("os_m_next_" + nz_.m);
+    lp_ = names.mint("os_l_prev_" + nz_.l);
+    ln_ = names.mint("os_l_next_" + nz_.l);
+    rmax_ = names.mint("os_block_max_" + nz_.m);
+    fl_ = names.mint("os_floor_" + nz_.m);
+    alpha_ = names.mint("os_rescale_" + nz_.l);
+    rs_ = names.mint("os_block_sum_" + nz_.l);
+    norm_ = names.mint("os_norm_" + nz_.l);
+    // Row symbols: the max's row loops. The key index of cell j of block tb: bk·tb + j (+ from).
+    for (const auto& r : nz_.rows) {
+      row_idx_.push_back(Index::iter(r.sym));
+      row_dims_.push_back(r.to - r.from + 1);
+    }
+    // The widest row axis is padded by 16 cells (never accessed): with the rows last, a tile's
+    // cells are a whole row extent apart, and at power-of-two lengths (2048 rows: 8 KiB) every
+    // cell of a block of rows would fall into the same few cache sets.
+    if (!row_dims_.empty()) {
+      auto widest = std::max_element(row_dims_.begin(), row_dims_.end());
+      if (*widest >= 16) *widest += 16;
+    }
+    key_ = Index{{Index::Term{bk_, tb_}, Index::Term{1, j_}}, nz_.t.from};
+    for (const auto& raw : nz_.x_idcs) {
+      const Index i = raw.canonical();
+      fold_idx_.push_back(i.is_plain_iterator() && i.terms[0].sym == nz_.t.sym ? key_ : i);
+    }
+    s_cell_ = tile_at(tile_s_, Index::iter(j_), sp_);
+  }
 
-  // Row symbols: the max's row loops. The key index of cell j of block tb: bk·tb + j (+ from).
-  std::vector<Index> row_idx;
-  std::vector<std::int64_t> row_dims;
-  for (const auto& r : nz.rows) {
-    row_idx.push_back(Index::iter(r.sym));
-    row_dims.push_back(r.to - r.from + 1);
+  FoldEmission emit() {
+    std::vector<StmtP> body = block_scores();
+    block_state(body);
+    numerator(body);
+    return assemble(std::move(body));
   }
-  // The widest row axis is padded by 16 cells (never accessed): with the rows last, a tile's cells
-  // are a whole row extent apart, and at power-of-two lengths (2048 rows: 8 KiB) every cell of a
-  // block of rows would fall into the same few cache sets.
-  if (!row_dims.empty()) {
-    auto widest = std::max_element(row_dims.begin(), row_dims.end());
-    if (*widest >= 16) *widest += 16;
-  }
-  const Index key{{Index::Term{bk, tb}, Index::Term{1, j}}, nz.t.from};
-  std::vector<Index> fold_idx;  // x's axes at the fold's symbols
-  for (const auto& raw : nz.x_idcs) {
-    const Index i = raw.canonical();
-    fold_idx.push_back(i.is_plain_iterator() && i.terms[0].sym == nz.t.sym ? key : i);
-  }
+
+ private:
   // Tiles are laid out [cell, rows...]: the row axes last, so the rows a compiled executor runs
   // side by side (one per vector lane) read consecutive cells.
-  auto tile_idx = [&](Index first) {
+  std::vector<Index> tile_idx(Index first) const {
     std::vector<Index> idx = {std::move(first)};
-    idx.insert(idx.end(), row_idx.begin(), row_idx.end());
+    idx.insert(idx.end(), row_idx_.begin(), row_idx_.end());
     return idx;
-  };
-  auto tile_at = [&](const std::string& tile, Index first, Prec p) { return get(tile, tile_idx(std::move(first)), p); };
-  auto L = [&](const std::string& n) { return get_local(n, sp); };
-  auto floor_at_lowest = [&](ExprP v) { return binary(BinOp::Max, std::move(v), constant(lowest_finite(sp), sp), sp); };
-  const ExprP key_live =
-      binary(BinOp::Lt, embed_index(key, Prec::I32), constant(static_cast<double>(nz.t.to + 1), Prec::I32), Prec::I32);
-  auto guarded = [&](std::vector<StmtP> body) -> std::vector<StmtP> {
-    if (!tail) return body;
-    return {if_(key_live, std::move(body))};
-  };
+  }
+  ExprP tile_at(const std::string& tile, Index first, Prec p) const { return get(tile, tile_idx(std::move(first)), p); }
+  ExprP L(const std::string& n) const { return get_local(n, sp_); }
+  ExprP floor_at_lowest(ExprP v) const {
+    return binary(BinOp::Max, std::move(v), constant(lowest_finite(sp_), sp_), sp_);
+  }
+  // With a tail, a key cell runs only when its key exists.
+  std::vector<StmtP> guarded(std::vector<StmtP> body) const {
+    if (!tail_) return body;
+    const ExprP live = binary(BinOp::Lt, embed_index(key_, Prec::I32),
+                              constant(static_cast<double>(nz_.t.to + 1), Prec::I32), Prec::I32);
+    return {if_(live, std::move(body))};
+  }
+  StmtP over_keys(StmtP s) const { return for_loop(j_, 0, bk_ - 1, {std::move(s)}); }
+  Node tile(const std::string& name, std::int64_t cells, Prec p) const {
+    Node n;
+    n.name = name;
+    n.dims = {cells};
+    n.dims.insert(n.dims.end(), row_dims_.begin(), row_dims_.end());
+    n.prec = p;
+    return n;
+  }
 
-  // The block's scores: the contraction into the tile cell, then the chain.
-  const ExprP s_cell = tile_at(tile_s, Index::iter(j), sp);
-  std::vector<StmtP> score_body;
-  std::vector<StmtP> row_copies;
-  std::vector<Node> extra_tiles;
-  {
-    const Nest& sn = *fm.score_nest;
-    std::map<std::string, Index> m = cell_map(sn, fold_idx);
+  // The block's scores into T: padding, then the contraction (its row operand copied into a rows-
+  // last tile once per row) and the chain, per key cell.
+  std::vector<StmtP> block_scores() {
+    const Nest& sn = *fm_.score_nest;
+    std::map<std::string, Index> m = cell_map(sn, fold_idx_);
     std::vector<NestLoop> reduced;
     for (const auto& l : sn.loops)
       if (!m.count(l.sym)) {
         NestLoop f = l;
-        f.sym = names.mint("os_" + l.sym);
+        f.sym = names_.mint("os_" + l.sym);
         m[l.sym] = Index::iter(f.sym);
         reduced.push_back(f);
       }
     auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
     const auto red = *reduction_of(sn);
-    ExprP term = rewrite_expr(red.other, m, keep_reads);
-    // The contraction's row operand (the factor that does not depend on the key: q) is copied once
-    // per row into a tile laid out [reduced cells, rows] before the scan, and read from there: the
-    // same values, read by consecutive rows side by side (a compiled executor's vector lanes).
-    const std::vector<ExprP> factors = {term->args[0], term->args[1]};
+    ExprP term = row_operand_in_tile(rewrite_expr(red.other, m, keep_reads), reduced);
+    ExprP acc = red.target_first ? binary(BinOp::Add, s_cell_, term, red.prec)
+                                 : binary(BinOp::Add, term, s_cell_, red.prec);
+    StmtP s = set(tile_s_, tile_idx(Index::iter(j_)), acc);
+    for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
+    std::vector<StmtP> steps = {set(tile_s_, tile_idx(Index::iter(j_)), constant(0.0, fm_.s_prec)), s};
+    // x = chain(S): x's definition with each chain node inlined at the fold's cell, S the tile.
+    std::map<std::string, const Nest*> defs;
+    for (const Nest* n : fm_.chain_nests) defs[n->store->name] = n;
+    std::function<ExprP(const Expr&, const std::vector<Index>&)> inline_node =
+        [&](const Expr& g, const std::vector<Index>&) -> ExprP {
+      if (g.name == fm_.s) return s_cell_;
+      auto it = defs.find(g.name);
+      if (it == defs.end()) return nullptr;
+      return rewrite_expr(it->second->store->value, cell_map(*it->second, fold_idx_), inline_node);
+    };
+    if (!fm_.chain_nests.empty()) {
+      const Nest& xn = *fm_.chain_nests.front();
+      steps.push_back(set(tile_s_, tile_idx(Index::iter(j_)),
+                          rewrite_expr(xn.store->value, cell_map(xn, fold_idx_), inline_node)));
+    }
+    std::vector<StmtP> body;
+    if (tail_) {
+      body.push_back(over_keys(set(tile_s_, tile_idx(Index::iter(j_)), constant(-INFINITY, sp_))));
+      body.push_back(for_loop(j_, 0, bk_ - 1, guarded(steps)));
+    } else {
+      // Without a tail the three steps run as three loops over the block (each cell still takes
+      // them in order): the contraction is then one perfect nest over the block's keys, which a
+      // compiled executor keeps in registers across the keys.
+      for (const StmtP& st : steps) body.push_back(over_keys(st));
+    }
+    return body;
+  }
+
+  // The contraction's row operand (the factor that does not depend on the key: q) is copied once
+  // per row into a tile laid out [reduced cells, rows] before the scan, and read from there: the
+  // same values, read by consecutive rows side by side (a compiled executor's vector lanes).
+  ExprP row_operand_in_tile(ExprP term, const std::vector<NestLoop>& reduced) {
+    if (reduced.empty()) return term;
     for (std::size_t f = 0; f < 2; ++f) {
-      const Expr& g = *factors[f];
+      const Expr& g = *term->args[f];
       bool keyed = false;
-      for (const Index& i : g.indices) keyed = keyed || i.mentions(tb) || i.mentions(j);
-      if (keyed || reduced.empty()) continue;
-      const Node* src = view.node(g.name);
-      const std::string tile = names.mint("os_block_rows_" + g.name);
+      for (const Index& i : g.indices) keyed = keyed || i.mentions(tb_) || i.mentions(j_);
+      if (keyed) continue;
+      const Node* src = view_.node(g.name);
+      const std::string name = names_.mint("os_block_rows_" + g.name);
       Index cell;  // the reduced loops' cells, flattened (each loop from its own start)
       std::int64_t stride = 1;
       for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) {
@@ -620,154 +678,125 @@ FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter
         stride *= it->to - it->from + 1;
       }
       cell = cell.canonical();
-      StmtP copy = set(tile, tile_idx(cell), get(g.name, g.indices, src->prec));
+      StmtP copy = set(name, tile_idx(cell), get(g.name, g.indices, src->prec));
       for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) copy = for_loop(it->sym, it->from, it->to, {copy});
-      row_copies.push_back(copy);
-      Node tn;
-      tn.name = tile;
-      tn.dims = {stride};
-      tn.dims.insert(tn.dims.end(), row_dims.begin(), row_dims.end());
-      tn.prec = src->prec;
-      extra_tiles.push_back(tn);
-      ExprP read = get(tile, tile_idx(cell), src->prec);
-      term = binary(term->binop(), f == 0 ? read : term->args[0], f == 1 ? read : term->args[1], term->prec);
-      break;  // one operand: the other is the key's
+      row_copies_.push_back(copy);
+      extra_tiles_.push_back(tile(name, stride, src->prec));
+      ExprP read = get(name, tile_idx(cell), src->prec);
+      return binary(term->binop(), f == 0 ? read : term->args[0], f == 1 ? read : term->args[1], term->prec);
     }
-    ExprP acc = red.target_first ? binary(BinOp::Add, s_cell, term, red.prec) : binary(BinOp::Add, term, s_cell, red.prec);
-    StmtP s = set(tile_s, tile_idx(Index::iter(j)), acc);
-    for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
-    score_body.push_back(set(tile_s, tile_idx(Index::iter(j)), constant(0.0, fm.s_prec)));
-    score_body.push_back(s);
-    // x = chain(S): x's definition with each chain node inlined at the fold's cell, S the tile.
-    std::map<std::string, const Nest*> defs;
-    for (const Nest* n : fm.chain_nests) defs[n->store->name] = n;
-    std::function<ExprP(const Expr&, const std::vector<Index>&)> inline_node =
-        [&](const Expr& g, const std::vector<Index>&) -> ExprP {
-      if (g.name == fm.s) return s_cell;
-      auto it = defs.find(g.name);
-      if (it == defs.end()) return nullptr;
-      return rewrite_expr(it->second->store->value, cell_map(*it->second, fold_idx), inline_node);
-    };
-    if (!fm.chain_nests.empty()) {
-      const Nest& xn = *fm.chain_nests.front();
-      score_body.push_back(set(tile_s, tile_idx(Index::iter(j)),
-                               rewrite_expr(xn.store->value, cell_map(xn, fold_idx), inline_node)));
-    }
+    return term;
   }
 
-  std::vector<StmtP> body;
-  if (tail) body.push_back(for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)), constant(-INFINITY, sp))}));
-  if (tail) {
-    body.push_back(for_loop(j, 0, bk - 1, guarded(score_body)));
-  } else {
-    // Without a tail the three steps run as three loops over the block (each cell still takes
-    // them in order): the contraction is then one perfect nest over the block's keys, which a
-    // compiled executor keeps in registers across the keys.
-    for (const StmtP& st : score_body) body.push_back(for_loop(j, 0, bk - 1, {st}));
+  // The running max over the block in key order, the floors, the rescale, the exponentials in
+  // place, the rescaled sum and what a row with no live key stores.
+  void block_state(std::vector<StmtP>& body) const {
+    const Prec sp = sp_;
+    body.push_back(declare_local(rmax_, sp));
+    body.push_back(set_local(rmax_, L(mp_)));
+    body.push_back(over_keys(set_local(rmax_, binary(BinOp::Max, L(rmax_), s_cell_, sp))));
+    body.push_back(set_local(mn_, L(rmax_)));
+    body.push_back(declare_local(fl_, sp));
+    body.push_back(set_local(fl_, floor_at_lowest(L(mn_))));
+    body.push_back(declare_local(alpha_, sp));
+    body.push_back(set_local(alpha_, unary(UnOp::Exp, binary(BinOp::Sub, floor_at_lowest(L(mp_)), L(fl_), sp), sp)));
+    body.push_back(over_keys(set(tile_s_, tile_idx(Index::iter(j_)),
+                                 unary(UnOp::Exp, binary(BinOp::Sub, s_cell_, L(fl_), sp), sp))));
+    body.push_back(declare_local(rs_, sp));
+    body.push_back(set_local(rs_, constant(0.0, sp)));
+    body.push_back(over_keys(set_local(rs_, binary(BinOp::Add, L(rs_), s_cell_, sp))));
+    body.push_back(set_local(ln_, binary(BinOp::Add, binary(BinOp::Mul, L(lp_), L(alpha_), sp), L(rs_), sp)));
+    body.push_back(declare_local(norm_, sp));
+    body.push_back(set_local(norm_, ternary(TernOp::Where, binary(BinOp::Eq, L(mn_), constant(-INFINITY, sp), sp),
+                                            constant(NAN, sp), L(ln_), sp)));
   }
-  body.push_back(declare_local(rmax, sp));
-  body.push_back(set_local(rmax, L(mp)));
-  body.push_back(for_loop(j, 0, bk - 1, {set_local(rmax, binary(BinOp::Max, L(rmax), s_cell, sp))}));
-  body.push_back(set_local(mn, L(rmax)));
-  body.push_back(declare_local(fl, sp));
-  body.push_back(set_local(fl, floor_at_lowest(L(mn))));
-  body.push_back(declare_local(alpha, sp));
-  body.push_back(set_local(alpha, unary(UnOp::Exp, binary(BinOp::Sub, floor_at_lowest(L(mp)), L(fl), sp), sp)));
-  body.push_back(for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)),
-                                             unary(UnOp::Exp, binary(BinOp::Sub, s_cell, L(fl), sp), sp))}));
-  body.push_back(declare_local(rs, sp));
-  body.push_back(set_local(rs, constant(0.0, sp)));
-  body.push_back(for_loop(j, 0, bk - 1, {set_local(rs, binary(BinOp::Add, L(rs), s_cell, sp))}));
-  body.push_back(set_local(ln, binary(BinOp::Add, binary(BinOp::Mul, L(lp), L(alpha), sp), L(rs), sp)));
-  body.push_back(declare_local(norm, sp));
-  body.push_back(set_local(
-      norm, ternary(TernOp::Where, binary(BinOp::Eq, L(mn), constant(-INFINITY, sp), sp), constant(NAN, sp), L(ln), sp)));
 
-  // The numerator: value loops (fresh symbols) over the U tile, indexed like O's value axes.
-  std::vector<NestLoop> vloops;
-  std::map<std::string, Index> vmap;
-  {
-    const Nest& vn = *fm.value_nest;
-    auto red = *reduction_of(vn);
+  // The numerator U over the value loops (fresh symbols, indexed like O's value axes): rescaled,
+  // accumulating p·v (tail-guarded); the row state stored when read later; O on the last block.
+  void numerator(std::vector<StmtP>& body) {
+    const Nest& vn = *fm_.value_nest;
+    const auto red = *reduction_of(vn);
     const ExprP& f0 = red.other->args[0];
-    const ExprP& pr = is_get(f0) && f0->name == fm.p ? f0 : red.other->args[1];
+    const bool p_first = is_get(f0) && f0->name == fm_.p;
+    const ExprP& pr = p_first ? f0 : red.other->args[1];
+    const ExprP& vr = p_first ? red.other->args[1] : f0;
+    std::map<std::string, Index> vmap;
     for (std::size_t a = 0; a < pr->indices.size(); ++a) {
       const Index i = pr->indices[a].canonical();
-      if (i.is_plain_iterator()) vmap[i.terms[0].sym] = fold_idx[a];
+      if (i.is_plain_iterator()) vmap[i.terms[0].sym] = fold_idx_[a];
     }
-    for (const auto& l : fm.value_loops) {
+    for (const auto& l : fm_.value_loops) {
       NestLoop f = l;
-      f.sym = names.mint("os_" + l.sym);
+      f.sym = names_.mint("os_" + l.sym);
       vmap[l.sym] = Index::iter(f.sym);
-      vloops.push_back(f);
+      vloops_.push_back(f);
     }
-  }
-  // U's cell: the value loops' cells flattened after the row axes.
-  Index u_cell;
-  {
+    // U's cell: the value loops' cells flattened.
     std::int64_t stride = 1;
-    for (auto it = vloops.rbegin(); it != vloops.rend(); ++it) {
-      u_cell.terms.insert(u_cell.terms.begin(), Index::Term{stride, it->sym});
+    for (auto it = vloops_.rbegin(); it != vloops_.rend(); ++it) {
+      u_cell_.terms.insert(u_cell_.terms.begin(), Index::Term{stride, it->sym});
       stride *= it->to - it->from + 1;
     }
-    u_cell = u_cell.canonical();
-  }
-  std::int64_t value_cells = 1;
-  for (const auto& l : vloops) value_cells *= l.to - l.from + 1;
-  auto over_values = [&](StmtP s) {
-    for (auto it = vloops.rbegin(); it != vloops.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
-    return s;
-  };
-  const ExprP u_read = tile_at(tile_u, u_cell, up);
-  body.push_back(over_values(set(tile_u, tile_idx(u_cell), binary(BinOp::Mul, u_read, get_local(alpha, sp), up))));
-  {
-    const Nest& vn = *fm.value_nest;
-    auto red = *reduction_of(vn);
-    const ExprP& f0 = red.other->args[0];
-    const ExprP& vr = is_get(f0) && f0->name == fm.p ? red.other->args[1] : f0;
+    u_cell_ = u_cell_.canonical();
+    value_cells_ = stride;
+    const ExprP u_read = tile_at(tile_u_, u_cell_, up_);
+    body.push_back(over_values(set(tile_u_, tile_idx(u_cell_), binary(BinOp::Mul, u_read, get_local(alpha_, sp_), up_))));
     auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
-    ExprP vval = rewrite_expr(vr, vmap, keep_reads);
-    StmtP acc = set(tile_u, tile_idx(u_cell), binary(BinOp::Add, u_read, binary(BinOp::Mul, s_cell, vval, up), up));
+    StmtP acc = set(tile_u_, tile_idx(u_cell_),
+                    binary(BinOp::Add, u_read, binary(BinOp::Mul, s_cell_, rewrite_expr(vr, vmap, keep_reads), up_), up_));
     std::vector<StmtP> g = guarded({acc});
-    StmtP inner = g.size() == 1 ? g[0] : seq(g);
-    body.push_back(over_values(for_loop(j, 0, bk - 1, {inner})));
-  }
-  if (fm.m_live) body.push_back(set(nz.m, nz.m_idcs, L(mn)));
-  if (fm.l_live) body.push_back(set(nz.l, nz.l_idcs, L(norm)));
-  {
-    std::vector<Index> o_idx = subst(fm.value_nest->store->indices, vmap);
-    StmtP out = over_values(set(fm.o, o_idx, binary(BinOp::Div, u_read, get_local(norm, sp), up)));
-    body.push_back(if_(binary(BinOp::Eq, embed_index(Index::iter(tb), Prec::I32),
-                              constant(static_cast<double>(nkb - 1), Prec::I32), Prec::I32),
+    body.push_back(over_values(over_keys(g.size() == 1 ? g[0] : seq(g))));
+    if (fm_.m_live) body.push_back(set(nz_.m, nz_.m_idcs, L(mn_)));
+    if (fm_.l_live) body.push_back(set(nz_.l, nz_.l_idcs, L(norm_)));
+    StmtP out = over_values(set(fm_.o, subst(vn.store->indices, vmap), binary(BinOp::Div, u_read, get_local(norm_, sp_), up_)));
+    body.push_back(if_(binary(BinOp::Eq, embed_index(Index::iter(tb_), Prec::I32),
+                              constant(static_cast<double>(nkb_ - 1), Prec::I32), Prec::I32),
                        {out}));
   }
-  std::vector<Carried> carried = {Carried{mp, mn, sp, constant(-INFINITY, sp)},
-                                  Carried{lp, ln, sp, constant(0.0, sp)}};
-  std::vector<StmtP> row_body = row_copies;
-  for (StmtP st : {
-      over_values(set(tile_u, tile_idx(u_cell), constant(0.0, up))),
-      for_loop(j, 0, bk - 1, {set(tile_s, tile_idx(Index::iter(j)), constant(0.0, sp))}),
-      scan_loop(tb, 0, nkb - 1, ScanDir::Forward, std::move(carried), std::move(body))})
-    row_body.push_back(st);
-  StmtP fold = row_body.size() == 1 ? row_body[0] : seq(row_body);
-  for (auto it = nz.rows.rbegin(); it != nz.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
+  StmtP over_values(StmtP s) const {
+    for (auto it = vloops_.rbegin(); it != vloops_.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
+    return s;
+  }
 
-  FoldEmission em;
-  em.stmts.push_back(fold);
-  for (int p : fm.moved) em.stmts.push_back(view.line(p).stmt);
-  Node ts;
-  ts.name = tile_s;
-  ts.dims = {bk};
-  ts.dims.insert(ts.dims.end(), row_dims.begin(), row_dims.end());
-  ts.prec = sp;
-  Node tu;
-  tu.name = tile_u;
-  tu.dims = {value_cells};
-  tu.dims.insert(tu.dims.end(), row_dims.begin(), row_dims.end());
-  tu.prec = up;
-  em.tiles = {ts, tu};
-  for (auto& t : extra_tiles) em.tiles.push_back(std::move(t));
-  return em;
+  // Per row: the operand copy, U and T cleared, the scan over the blocks; then the moved definitions.
+  FoldEmission assemble(std::vector<StmtP> body) {
+    std::vector<Carried> carried = {Carried{mp_, mn_, sp_, constant(-INFINITY, sp_)},
+                                    Carried{lp_, ln_, sp_, constant(0.0, sp_)}};
+    std::vector<StmtP> row_body = row_copies_;
+    row_body.push_back(over_values(set(tile_u_, tile_idx(u_cell_), constant(0.0, up_))));
+    row_body.push_back(over_keys(set(tile_s_, tile_idx(Index::iter(j_)), constant(0.0, sp_))));
+    row_body.push_back(scan_loop(tb_, 0, nkb_ - 1, ScanDir::Forward, std::move(carried), std::move(body)));
+    StmtP fold = seq(row_body);
+    for (auto it = nz_.rows.rbegin(); it != nz_.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
+    FoldEmission em;
+    em.stmts.push_back(fold);
+    for (int p : fm_.moved) em.stmts.push_back(view_.line(p).stmt);
+    em.tiles = {tile(tile_s_, bk_, sp_), tile(tile_u_, value_cells_, up_)};
+    for (auto& t : extra_tiles_) em.tiles.push_back(std::move(t));
+    return em;
+  }
+
+  const FoldMatch& fm_;
+  const Normalizer& nz_;
+  const RoutineView& view_;
+  NameMinter& names_;
+  Prec sp_ = Prec::F32, up_ = Prec::F32;
+  std::int64_t sk_ = 0, bk_ = 0, nkb_ = 0, value_cells_ = 1;
+  bool tail_ = false;
+  std::string tb_, j_, tile_s_, tile_u_, mp_, mn_, lp_, ln_, rmax_, fl_, alpha_, rs_, norm_;
+  std::vector<Index> row_idx_, fold_idx_;
+  std::vector<std::int64_t> row_dims_;
+  Index key_, u_cell_;
+  ExprP s_cell_;
+  std::vector<NestLoop> vloops_;
+  std::vector<StmtP> row_copies_;
+  std::vector<Node> extra_tiles_;
+};
+
+}  // namespace
+
+FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter& names) {
+  return FoldEmitter(*plan.match, view, names).emit();
 }
 
 Application fold_application(const FoldPlan& plan, const RoutineView& view, const FoldEmission& emitted) {
