@@ -1,6 +1,8 @@
 #include "rewrites/online_softmax/mutants.h"
 
+#include <cmath>
 #include <functional>
+#include <optional>
 
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
@@ -353,6 +355,179 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
                            with_top_level(tgt, std::move(m))});
     }
   }
+  return out;
+}
+
+}  // namespace fp::osm
+
+// ---- shape 4 ------------------------------------------------------------------------------------
+
+namespace fp::osm {
+
+namespace {
+
+// The fold's scan (carried running max first) and the names its body uses.
+struct FoldParts {
+  std::string mp, mn, tile, m;
+  std::string rmax;  // the block max local
+};
+
+std::optional<FoldParts> find_fold(const Routine& r, const Application& app) {
+  std::optional<FoldParts> out;
+  std::string m;
+  for (const auto& [role, node] : app.matched)
+    if (role == "m") m = node;
+  std::function<void(const StmtP&)> walk = [&](const StmtP& s) {
+    if (out) return;
+    if (s->kind == StmtKind::Scan && s->carried.size() == 2 && s->carried[0].prev.rfind("os_m_prev_", 0) == 0) {
+      FoldParts p;
+      p.mp = s->carried[0].prev;
+      p.mn = s->carried[0].next;
+      p.m = m;
+      for_each_stmt(seq(s->body), [&](const Stmt& st) {
+        if (p.tile.empty() && st.kind == StmtKind::Set && st.name.rfind("os_block_scores_", 0) == 0) p.tile = st.name;
+        if (p.rmax.empty() && st.kind == StmtKind::DeclareLocal && st.name.rfind("os_block_max_", 0) == 0)
+          p.rmax = st.name;
+      });
+      out = p;
+      return;
+    }
+    for (const auto& b : s->body) walk(b);
+  };
+  walk(r.body);
+  return out;
+}
+
+// The routine with the fold's scan replaced by f(scan).
+Routine mutate_fold(const Routine& r, const FoldParts& fp, const std::function<StmtP(const Stmt&)>& f) {
+  Routine out = r;
+  out.body = map_stmt(r.body, [&](const StmtP& s) -> StmtP {
+    if (s->kind == StmtKind::Scan && s->carried.size() == 2 && s->carried[0].prev == fp.mp) return f(*s);
+    return s;
+  });
+  return out;
+}
+
+// The scan with every statement of its body mapped by g (nested statements included).
+Routine map_fold_body(const Routine& r, const FoldParts& fp, const std::function<StmtP(const StmtP&)>& g) {
+  return mutate_fold(r, fp, [&](const Stmt& scan) {
+    auto copy = std::make_shared<Stmt>(scan);
+    copy->body = map_stmt(seq(copy->body), g)->body;
+    return StmtP(copy);
+  });
+}
+
+bool is_block_max_loop(const Stmt& s, const FoldParts& fp) {
+  return s.kind == StmtKind::For && s.body.size() == 1 && s.body[0]->kind == StmtKind::SetLocal &&
+         s.body[0]->name == fp.rmax;
+}
+
+}  // namespace
+
+std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& app) {
+  std::vector<Mutant> out;
+  const std::optional<FoldParts> found = find_fold(tgt, app);
+  if (!found || found->tile.empty() || found->rmax.empty()) return out;
+  const FoldParts& fp = *found;
+  const Prec sp = [&] {
+    for (const Node& n : tgt.nodes)
+      if (n.name == fp.tile) return n.prec;
+    return Prec::F32;
+  }();
+  auto add = [&](std::string id, std::string what, Routine r) {
+    out.push_back(Mutant{std::move(id), std::move(what), std::move(r)});
+  };
+  add("block-max-skips-last-key", "the block's maximum skips the block's last key",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (!is_block_max_loop(*s, fp) || s->to <= s->from) return s;
+        auto c = std::make_shared<Stmt>(*s);
+        c->to -= 1;
+        return c;
+      }));
+  add("block-max-is-min", "the block's maximum takes min instead of max",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (!is_block_max_loop(*s, fp)) return s;
+        auto c = std::make_shared<Stmt>(*s);
+        const ExprP& v = s->body[0]->value;
+        c->body = {set_local(fp.rmax, binary(BinOp::Min, v->args[0], v->args[1], v->prec))};
+        return c;
+      }));
+  add("block-max-reads-first-cell", "the block's maximum reads the block's first score at every key",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (!is_block_max_loop(*s, fp)) return s;
+        auto c = std::make_shared<Stmt>(*s);
+        c->body = {set_local(fp.rmax, map_expr(s->body[0]->value, [&](const ExprP& x) -> ExprP {
+                               if (x->kind != ExprKind::Get || x->name != fp.tile) return x;
+                               auto g = std::make_shared<Expr>(*x);
+                               g->indices[0] = subst(g->indices[0], s->sym, Index::fixed(0));
+                               return g;
+                             }))};
+        return c;
+      }));
+  add("running-max-reset-per-block", "each block's maximum starts at -inf instead of the running maximum",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::SetLocal || s->name != fp.rmax || !s->value ||
+            s->value->kind != ExprKind::GetLocal)
+          return s;
+        return set_local(fp.rmax, constant(-INFINITY, sp));
+      }));
+  add("wrong-max-init", "the running maximum starts at 0 instead of -inf", mutate_fold(tgt, fp, [&](const Stmt& scan) {
+        auto c = std::make_shared<Stmt>(scan);
+        c->carried[0].init = constant(0.0, sp);
+        return StmtP(c);
+      }));
+  add("store-previous-max", "the maximum stored is the previous block's",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::Set || s->name != fp.m) return s;
+        return set(s->name, s->indices, get_local(fp.mp, sp));
+      }));
+  add("max-stored-on-first-block-only", "the maximum is stored on the first block only",
+      mutate_fold(tgt, fp, [&](const Stmt& scan) {
+        auto c = std::make_shared<Stmt>(scan);
+        const ExprP first = binary(BinOp::Eq, embed_index(Index::iter(scan.sym), Prec::I32),
+                                   constant(static_cast<double>(scan.from), Prec::I32), Prec::I32);
+        for (auto& st : c->body)
+          if (st->kind == StmtKind::Set && st->name == fp.m) st = if_(first, {st});
+        return StmtP(c);
+      }));
+  add("scores-not-reset", "the block's score cells are not cleared before the contraction",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind == StmtKind::Set && s->name == fp.tile && s->value && s->value->kind == ExprKind::Const &&
+            s->value->value == 0.0)
+          return noop();
+        return s;
+      }));
+  add("scale-dropped", "the scores' chain drops its multiplication by a constant (the scale)",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::Set || s->name != fp.tile || !s->value) return s;
+        bool changed = false;
+        ExprP v = map_expr(s->value, [&](const ExprP& x) -> ExprP {
+          if (changed || x->kind != ExprKind::Binary || x->binop() != BinOp::Mul) return x;
+          for (int k = 0; k < 2; ++k)
+            if (x->args[k]->kind == ExprKind::Const) {
+              changed = true;
+              return x->args[1 - k];
+            }
+          return x;
+        });
+        return changed ? set(s->name, s->indices, v) : s;
+      }));
+  add("contraction-short", "the score contraction stops one step early",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::For || s->body.size() != 1 || s->body[0]->kind != StmtKind::Set ||
+            s->body[0]->name != fp.tile || s->to <= s->from)
+          return s;
+        bool accumulates = false;
+        for_each_expr(s->body[0]->value, [&](const Expr& x) {
+          if (x.kind == ExprKind::Get && x.name == fp.tile) accumulates = true;
+        });
+        bool over_keys = false;
+        for (const Index& i : s->body[0]->indices) over_keys = over_keys || i.mentions(s->sym);
+        if (!accumulates || over_keys) return s;
+        auto c = std::make_shared<Stmt>(*s);
+        c->to -= 1;
+        return c;
+      }));
   return out;
 }
 

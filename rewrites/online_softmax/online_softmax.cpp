@@ -188,7 +188,7 @@ Member online_softmax_member() {
                  ClaimSpec{"fold-output", ObligationKind::Bounded, "certified-bound.block-fold",
                            "the fold's output is the composed (p / l)*v within the fold's bound (not derived yet: "
                            "unknown)"}},
-                {}},
+                osm::block_fold_mutants},
   };
   m.apply = rewrite_online_softmax;
   return m;

@@ -104,6 +104,30 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
   expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
 }
 
+// The block fold in a causal training step (m is read by the backward, so `fold-max` is an
+// obligation): every declared mutant changes the running maximum and is refuted through it. The
+// fold's bounded claims stay unknown (no certified bound yet), so the unmutated fold's worst
+// verdict is unknown, never proved.
+TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  s.train = true;
+  Config cfg;
+  cfg.set("online_softmax", "true");
+  cfg.set("online_softmax_block", "2");
+  std::vector<Task> pair = tasks_of_shape(
+      tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks,
+      "online-softmax.block-fold");
+  ASSERT_EQ(pair.size(), 3u);  // fold-max, fold-sum, fold-output
+  EngineOptions o = options("fold");
+  EXPECT_EQ(discharge(pair[0], o).kind, VerdictKind::Exact) << "fold-max on the unmutated fold";
+  EXPECT_EQ(worst_verdict(pair, pair[0].tgt, o).kind, VerdictKind::Unknown);
+  expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
+}
+
 // The rewrite's own emitter, forced onto a nest it declines (moved-loop-not-in-target): the moved
 // loop k does not index o as a plain iterator, so contributions to one cell change order.
 TEST(VerifyMutants, HoistOfLoopNotIndexingTheTargetIsRefuted) {
