@@ -512,6 +512,29 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
         });
         return changed ? set(s->name, s->indices, v) : s;
       }));
+  add("padding-zero", "the tail's padded score cells are 0 instead of -inf (a zero score, not zero weight)",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind == StmtKind::Set && s->name == fp.tile && s->value && s->value->kind == ExprKind::Const &&
+            std::isinf(s->value->value) && s->value->value < 0)
+          return set(s->name, s->indices, constant(0.0, sp));
+        return s;
+      }));
+  add("block-stride", "the key of a block's cell advances by one key less per block",
+      mutate_fold(tgt, fp, [&](const Stmt& scan) {
+        auto c = std::make_shared<Stmt>(scan);
+        auto narrower = [&](Index i) {
+          for (auto& t : i.terms)
+            if (t.sym == scan.sym && t.coef >= 2) t.coef -= 1;
+          return i;
+        };
+        c->body = map_exprs(seq(c->body), [&](const ExprP& x) -> ExprP {
+                    if (x->kind != ExprKind::Get && x->kind != ExprKind::EmbedIndex) return x;
+                    auto g = std::make_shared<Expr>(*x);
+                    for (auto& i : g->indices) i = narrower(i);
+                    return g;
+                  })->body;
+        return StmtP(c);
+      }));
   add("contraction-short", "the score contraction stops one step early",
       map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
         if (s->kind != StmtKind::For || s->body.size() != 1 || s->body[0]->kind != StmtKind::Set ||
