@@ -10,6 +10,8 @@
 //   all-sizes-lift.loop-permutation     loops moved inside a reduction keep every cell's
 //                                       summation order, for every extent (value_pass_lift.h),
 //                                       plus the bitwise check at the routine's sizes
+//   search.block-fold-sum               the block fold's l against the composed sum: a counterexample
+//                                       search only (refuted or unknown, never bounded)
 //   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
 //                                       composed sum: recurrence proof, certified bound,
 //                                       downstream bounds (normalizer_check.h, docs/bounds.md)

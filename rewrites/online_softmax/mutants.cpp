@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/diagnostic.h"
+#include "core/numerics.h"
 #include "core/ir_visit.h"
 
 namespace fp::osm {
@@ -534,6 +535,49 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
                     return g;
                   })->body;
         return StmtP(c);
+      }));
+  // The sum (l, refuted through `fold-sum`'s search where l is read later).
+  const std::string ln = [&] {
+    std::string n;
+    mutate_fold(tgt, fp, [&](const Stmt& scan) {
+      n = scan.carried[1].next;
+      return std::make_shared<Stmt>(scan);
+    });
+    return n;
+  }();
+  add("sum-not-rescaled", "the running sum is not rescaled when the maximum rises (l' = l + block sum)",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::SetLocal || s->name != ln || s->value->kind != ExprKind::Binary) return s;
+        const ExprP& v = s->value;
+        const ExprP& prod = v->args[0];
+        if (prod->kind != ExprKind::Binary || prod->binop() != BinOp::Mul) return s;
+        return set_local(ln, binary(BinOp::Add, prod->args[0], v->args[1], v->prec));
+      }));
+  add("rescale-swapped", "the rescale exponent subtracts the old floored maximum from the new one",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::SetLocal || s->name.rfind("os_rescale_", 0) != 0) return s;
+        const ExprP& e = s->value;  // exp(sub(a, b))
+        const ExprP& d = e->args[0];
+        return set_local(s->name, unary(UnOp::Exp, binary(BinOp::Sub, d->args[1], d->args[0], d->prec), e->prec));
+      }));
+  add("block-sum-skips-last-key", "the block's sum skips the block's last key",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::For || s->body.size() != 1 || s->body[0]->kind != StmtKind::SetLocal ||
+            s->body[0]->name.rfind("os_block_sum_", 0) != 0 || s->to <= s->from)
+          return s;
+        auto c = std::make_shared<Stmt>(*s);
+        c->to -= 1;
+        return c;
+      }));
+  add("exps-shifted-by-previous-max", "the block's exponentials are shifted by the previous floored maximum",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::Set || s->name != fp.tile || !s->value || s->value->kind != ExprKind::Unary ||
+            s->value->unop() != UnOp::Exp)
+          return s;
+        const ExprP& d = s->value->args[0];
+        ExprP prev = binary(BinOp::Max, get_local(fp.mp, sp), constant(-max_finite(sp), sp), sp);
+        return set(s->name, s->indices,
+                   unary(UnOp::Exp, binary(BinOp::Sub, d->args[0], prev, d->prec), s->value->prec));
       }));
   add("contraction-short", "the score contraction stops one step early",
       map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {

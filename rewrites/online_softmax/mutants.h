@@ -19,9 +19,10 @@ std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt);
 // position locates the hoisted nest).
 std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& app);
 
-// Mutants of an online-softmax.block-fold target that change the running maximum: refuted through
-// the fold's exact `fold-max` claim where m is read after the fold (a training step). Mutants of
-// the sum and the output wait for the fold's certified bound (docs/bounds.md §7): none is declared.
+// Mutants of an online-softmax.block-fold target that change the running maximum (refuted through
+// the fold's exact `fold-max` claim where m is read after the fold: a training step) or the sum
+// (refuted by `fold-sum`'s counterexample search against REL(n)). Mutants of the output alone wait
+// for the fold's certified bound (docs/bounds.md §7): none is declared.
 std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& app);
 
 }  // namespace fp::osm

@@ -104,10 +104,11 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
   expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
 }
 
-// The block fold in a causal training step (m is read by the backward, so `fold-max` is an
-// obligation): every declared mutant changes the running maximum and is refuted through it. The
-// fold's bounded claims stay unknown (no certified bound yet), so the unmutated fold's worst
-// verdict is unknown, never proved.
+// The block fold in a causal training step (m and l are read by the backward, so `fold-max` and
+// `fold-sum` are obligations): every declared mutant changes the running maximum (refuted through
+// `fold-max`, exact) or the sum (refuted by `fold-sum`'s search against REL(n)). The fold's bounded
+// claims have no certified bound yet, so the unmutated fold's worst verdict is unknown, never
+// proved.
 TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   AttentionSpec s;
   s.sq = 3;
@@ -125,7 +126,7 @@ TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   EngineOptions o = options("fold");
   EXPECT_EQ(discharge(pair[0], o).kind, VerdictKind::Exact) << "fold-max on the unmutated fold";
   EXPECT_EQ(worst_verdict(pair, pair[0].tgt, o).kind, VerdictKind::Unknown);
-  expect_all_refuted(pair, declared_mutants(pair[0]), o, 12);
+  expect_all_refuted(pair, declared_mutants(pair[0]), o, 16);
 }
 
 // The rewrite's own emitter, forced onto a nest it declines (moved-loop-not-in-target): the moved
