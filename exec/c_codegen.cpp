@@ -1436,7 +1436,7 @@ class CGenerator {
       if (e->kind == ExprKind::GetLocal) return false;
       if (e->kind == ExprKind::Get) {
         std::vector<Index> idx;
-        for (const Index& i : e->indices) idx.push_back(substituted(i, sub));
+        for (const Index& i : e->indices) idx.push_back(i.substituted(sub));
         if (e->name == wr) {
           ++reads;
           if (!at_row(idx)) return false;
@@ -1467,7 +1467,6 @@ class CGenerator {
     return f;
   }
 
-  static Index substituted(const Index& i, const std::map<std::string, Index>& sub) { return i.substituted(sub); }
 
   // P for the rows whose R target symbols are bound now: P's row loops bound to them, its other
   // loops around its store (omp simd on the innermost).

@@ -369,7 +369,7 @@ namespace {
 
 // The fold's scan (carried running max first) and the names its body uses.
 struct FoldParts {
-  std::string mp, mn, tile, m;
+  std::string mp, mn, ln, tile, m;
   std::string rmax;  // the block max local
 };
 
@@ -384,6 +384,7 @@ std::optional<FoldParts> find_fold(const Routine& r, const Application& app) {
       FoldParts p;
       p.mp = s->carried[0].prev;
       p.mn = s->carried[0].next;
+      p.ln = s->carried[1].next;
       p.m = m;
       for_each_stmt(seq(s->body), [&](const Stmt& st) {
         if (p.tile.empty() && st.kind == StmtKind::Set && st.name.rfind("os_block_scores_", 0) == 0) p.tile = st.name;
@@ -537,14 +538,7 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
         return StmtP(c);
       }));
   // The sum (l, refuted through `fold-sum`'s search where l is read later).
-  const std::string ln = [&] {
-    std::string n;
-    mutate_fold(tgt, fp, [&](const Stmt& scan) {
-      n = scan.carried[1].next;
-      return std::make_shared<Stmt>(scan);
-    });
-    return n;
-  }();
+  const std::string& ln = fp.ln;
   add("sum-not-rescaled", "the running sum is not rescaled when the maximum rises (l' = l + block sum)",
       map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
         if (s->kind != StmtKind::SetLocal || s->name != ln || s->value->kind != ExprKind::Binary) return s;

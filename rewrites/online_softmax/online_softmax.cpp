@@ -66,17 +66,16 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   std::vector<Node> tiles;
   std::set<std::string> folded_nodes;  // nodes a fold may have left without any statement
   for (const auto& nz : search.found) {
-    for (int p : {nz.a_init, nz.a, nz.c_init, nz.c}) consumed.insert(p);
     if (block > 0 && fold_on) {
       // Shape 4 first: the fold replaces the normalizer and its value pass; a decline leaves the
-      // two-pass form to shapes 1-2.
+      // two-pass form to shapes 1-2. A fold never takes a statement an earlier match took.
       auto fold = match_fold(view, nz, block);
       bool overlaps = false;
-      if (auto* plan = std::get_if<FoldPlan>(&fold))
-        for (int p : plan->consumed)
-          overlaps = overlaps || replacements.count(p) > 0 || (consumed.count(p) > 0 &&
-                     p != nz.a_init && p != nz.a && p != nz.c_init && p != nz.c);
-      if (auto* plan = std::get_if<FoldPlan>(&fold); plan && !overlaps && !replacements.count(plan->f_at)) {
+      if (auto* plan = std::get_if<FoldPlan>(&fold)) {
+        overlaps = consumed.count(plan->f_at) > 0;
+        for (int p : plan->consumed) overlaps = overlaps || consumed.count(p) > 0;
+      }
+      if (auto* plan = std::get_if<FoldPlan>(&fold); plan && !overlaps) {
         FoldEmission em = emit_fold(*plan, view, names);
         Application app = fold_application(*plan, view, em);
         app.round = ctx.round;
@@ -96,6 +95,7 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
         out.declines.push_back(std::move(*d));
       }
     }
+    for (int p : {nz.a_init, nz.a, nz.c_init, nz.c}) consumed.insert(p);
     if (!scan_on) continue;
     StmtP scan = emit_normalizer_scan(nz, names);
     Application app = normalizer_application(nz, view, *scan);
