@@ -9,6 +9,8 @@
 //                            in a fresh process (certificates and solver answers are kept per
 //                            process): run one at a time, --benchmark_filter=BM_VerifyModel/2
 //   BM_Tightness/<prec>      worst observed error / bound on 10^4 MPFR rows (the certificate's (c))
+//   BM_FoldTightness/<prec>/<B>  the same through the block fold in blocks of min(B, n), B in {1, 2,
+//                            3, 7, 16, 64, 2^20 (>= every n: one block)} (docs/bounds.md §7)
 //   BM_RealsCertificate      Z3 over the reals, n = 1..3, every pattern: time and proved count
 //   BM_ExpUlpF32             fp_exp64's error in binary64 ulps over f32 inputs (the f64 bound's η64
 //                            on such arguments), against long double expl; every 4099th pattern by
@@ -19,6 +21,7 @@
 // Run: build/bench/verify_bench [--benchmark_filter=...]
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
@@ -181,6 +184,28 @@ BENCHMARK(BM_Tightness)
     ->Arg(static_cast<int>(Prec::F32))
     ->Arg(static_cast<int>(Prec::F16))
     ->Arg(static_cast<int>(Prec::BF16))
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+void BM_FoldTightness(benchmark::State& state) {
+  const Prec p = static_cast<Prec>(state.range(0));
+  const std::int64_t block = state.range(1);
+  MpfrReport r;
+  for (auto _ : state) {
+    Limits l;
+    r = mpfr_check_normalizer(p, 64, l, block);
+  }
+  state.SetLabel(fmt::format("{} B={}", prec_name(p), block));
+  state.counters["rows"] = r.rows;
+  state.counters["violations"] = r.violations + r.nan_mismatches + r.max_mismatches;
+  state.counters["tightness"] = r.worst_pair;
+  state.counters["src_of_Bsrc"] = r.worst_src;
+  state.counters["tgt_of_Btgt"] = r.worst_tgt;
+}
+BENCHMARK(BM_FoldTightness)
+    ->ArgsProduct({{static_cast<int>(Prec::F64), static_cast<int>(Prec::F32), static_cast<int>(Prec::F16),
+                    static_cast<int>(Prec::BF16)},
+                   {1, 2, 3, 7, 16, 64, 1 << 20}})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

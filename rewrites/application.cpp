@@ -36,8 +36,9 @@ std::string format_application(const Application& a) {
     out += fmt::format("  claim {} {}: {}\n", obligation_kind_name(o.kind), o.claim, o.description);
     out += fmt::format("    covers: {}\n", covers);
     if (o.bound)
-      out += fmt::format("    bound terms: {} terms, storage {}, state {}\n", o.bound->terms,
-                         prec_name(o.bound->storage), prec_name(o.bound->state));
+      out += fmt::format("    bound terms: {} terms, storage {}, state {}{}\n", o.bound->terms,
+                         prec_name(o.bound->storage), prec_name(o.bound->state),
+                         o.bound->block ? fmt::format(", blocks of {}", o.bound->block) : std::string());
   }
   return out;
 }

@@ -32,6 +32,7 @@ struct BoundTerms {
   std::int64_t terms = 0;
   Prec storage = Prec::F32;
   Prec state = Prec::F32;
+  std::int64_t block = 0;  // keys per block of a block fold (min(B, terms)); 0: one key per step
 };
 
 struct Obligation {

@@ -22,7 +22,7 @@ std::vector<Checker> product_checkers() {
       loop_permutation_lift_checker(),
       normalizer_max_lift_checker(),
       online_normalizer_bound_checker(),
-      block_fold_sum_search_checker(),
+      block_fold_sum_bound_checker(),
   };
 }
 

@@ -10,8 +10,9 @@
 //   all-sizes-lift.loop-permutation     loops moved inside a reduction keep every cell's
 //                                       summation order, for every extent (value_pass_lift.h),
 //                                       plus the bitwise check at the routine's sizes
-//   search.block-fold-sum               the block fold's l against the composed sum: a counterexample
-//                                       search only (refuted or unknown, never bounded)
+//   certified-bound.block-fold-sum      the block fold's l against the composed sum: the same check
+//                                       with the fold's recurrence (blocks of b), its induction for
+//                                       every (n, b) and MPFR rows through the fold (docs/bounds.md §7)
 //   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
 //                                       composed sum: recurrence proof, certified bound,
 //                                       downstream bounds (normalizer_check.h, docs/bounds.md)

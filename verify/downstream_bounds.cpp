@@ -235,7 +235,8 @@ std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Appl
   if (ob.kind != ObligationKind::Bounded || !ob.bound || ob.covers.empty())
     return fail(fmt::format("{} is not a bounded claim with bound terms", ob.claim));
   const BoundTerms& bt = *ob.bound;
-  const NormalizerBound nb = normalizer_bound(bt.storage, bt.state, bt.terms, exp_ulp);
+  const NormalizerBound nb = bt.block > 0 ? fold_bound(bt.storage, bt.state, bt.terms, bt.block, exp_ulp)
+                                         : normalizer_bound(bt.storage, bt.state, bt.terms, exp_ulp);
   if (!nb.defined) return fail("no certified bound: " + nb.undefined_reason);
   if (app.statements.empty()) return fail("the application names no anchor statement");
   const auto anchor_pos = static_cast<std::size_t>(app.statements[0] - 1);

@@ -139,8 +139,18 @@ Certificate cert_of(const nlohmann::json& j) {
   return c;
 }
 
+// The fold's induction (docs/bounds.md §7): its own queries and, of the scan's, those about the
+// composed side, the summed lemma, the final store and REL's closing (not the scan's steps).
+std::vector<smt::InductionStep> fold_induction_steps(const smt::InductionQuery& q, const smt::SmtLimits& lim) {
+  std::vector<smt::InductionStep> steps;
+  for (auto& st : smt::prove_normalizer_induction(q, lim))
+    if (st.name.rfind("tgt.", 0) != 0 || st.name == "tgt.store") steps.push_back(std::move(st));
+  for (auto& st : smt::prove_fold_induction(q, lim)) steps.push_back(std::move(st));
+  return steps;
+}
+
 Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limits,
-                                const std::string& dump_prefix) {
+                                const std::string& dump_prefix, std::int64_t block) {
   Certificate cert;
   const Prec state = state_prec(storage);
   // (a) induction: the formula for every n (docs/bounds.md §5), then its value at n against the
@@ -152,7 +162,8 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     lim.rlimit = limits.rlimit;
     lim.timeout_s = kInductionQueryTimeoutS;
     if (!dump_prefix.empty()) lim.dump_path = fmt::format("{}-induction-{}", dump_prefix, prec_name(storage));
-    const std::vector<smt::InductionStep> steps = smt::prove_normalizer_induction(q, lim);
+    const std::vector<smt::InductionStep> steps =
+        block > 0 ? fold_induction_steps(q, lim) : smt::prove_normalizer_induction(q, lim);
     double total = 0, slowest = 0;
     std::string slowest_name, undecided;
     int proved = 0;
@@ -175,16 +186,22 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
                                                   : st.outcome.reason);
       }
     }
-    const NormalizerBound nb = normalizer_bound(storage, state, n, limits.exp_ulp);
-    const InductionInstance inst = induction_instance(q, n, nb.rel);
+    // The fold's stated bound is its proved recurrences evaluated at (n, b) (fold_bound, MPFR
+    // rounded up, with the queries' own constants): covered by construction.
+    const NormalizerBound nb = block > 0 ? fold_bound(storage, state, n, block, limits.exp_ulp)
+                                         : normalizer_bound(storage, state, n, limits.exp_ulp);
+    InductionInstance inst = induction_instance(q, n, nb.rel);
+    if (block > 0) inst = InductionInstance{nb.defined, nb.b_src, nb.b_tgt, nb.rel, nb.defined};
     const bool all = proved == static_cast<int>(steps.size());
     const bool covers = nb.defined && inst.defined && inst.covered;
     const std::string what = fmt::format(
         "{}/{} queries unsat in {:.2f} s (slowest {} {:.2f} s; backstop {:.0f} s each): base case, inductive "
-        "steps (k a real variable) and closings of the composed sum and the scan at storage {} / state {}, "
+        "steps (k a real variable) and closings of the composed sum and the {} at storage {} / state {}, "
         "rounding |δ| <= u, exp error ε_s = {:.4g}, ε_t = {:.4g}, underflow terms <= 2^{} + 2^{} / 2^{} + "
         "2^{}",
-        proved, steps.size(), total, slowest_name, slowest, kInductionQueryTimeoutS, prec_name(storage),
+        proved, steps.size(), total, slowest_name, slowest, kInductionQueryTimeoutS,
+        block > 0 ? fmt::format("block fold (b a real variable; here b = {})", block) : std::string("scan"),
+        prec_name(storage),
         prec_name(state), q.eps_storage, q.eps_state, q.omega_storage_log2, q.omega_tail_log2,
         q.omega_state_log2, q.omega_tail_log2);
     std::string detail;
@@ -199,16 +216,19 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
           nb.rel);
     else
       detail = fmt::format(
-          "proved for every n: {}; at n = {} the proved REL (MPFR, 256 bits rounded up) is at or below the "
+          "proved for every n{}: {}; at n = {} the proved REL (MPFR, 256 bits rounded up) is at or below the "
           "stated "
           "{:.17g}",
-          what, n, nb.rel);
+          block > 0 ? " and every b" : "", what, n, nb.rel);
     cert.parts.push_back(CertificatePart{"induction", all && covers ? "proved" : "unknown", detail});
   }
   // (a) Z3 over the reals, every pattern of new maxima for n = 1..real_n: what the induction
   // replaces; run when asked for (--real-n) or when the induction is not proved.
   const bool induction_proved = cert.parts.back().status == "proved";
-  const int real_n = induction_proved ? limits.real_n : std::max(limits.real_n, kFallbackRealN);
+  // (The fold has no per-pattern encoding: its certificate is the induction and the MPFR rows.)
+  const int real_n = block > 0          ? 0
+                     : induction_proved ? limits.real_n
+                                        : std::max(limits.real_n, kFallbackRealN);
   if (real_n > 0) {
     ScopedPhase phase("certificate: reals");
     std::vector<std::string> per_n;
@@ -261,7 +281,7 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
   // (b) MPFR rows, (c) tightness.
   {
     ScopedPhase phase("certificate: MPFR rows");
-    MpfrReport r = mpfr_check_normalizer(storage, n, limits);
+    MpfrReport r = mpfr_check_normalizer(storage, n, limits, block);
     cert.mpfr_ok = r.violations == 0 && r.nan_mismatches == 0 && r.max_mismatches == 0;
     std::vector<std::string> fams;
     for (const auto& f : r.families)
@@ -269,11 +289,12 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     cert.parts.push_back(CertificatePart{
         "(b) mpfr", cert.mpfr_ok ? "confirmed" : "failed",
         fmt::format(
-            "{} rows ({} finite, {} NaN rows with NaN positions compared) at {} bits, n in {{{}}}, storage "
+            "{} rows{} ({} finite, {} NaN rows with NaN positions compared) at {} bits, n in {{{}}}, storage "
             "{} "
             "state {}: {} violations, {} NaN mismatches, {} max mismatches{}; worst against the exact sum: "
-            "composed {} of B_src, scan {} of B_tgt; families: {}",
-            r.rows, r.finite_rows, r.special_rows, r.bits, fmt::join(r.key_counts, ", "), prec_name(storage),
+            "composed {} of B_src, rewrite {} of B_tgt; families: {}",
+            r.rows, block > 0 ? fmt::format(" through the fold in blocks of min({}, n)", block) : std::string(),
+            r.finite_rows, r.special_rows, r.bits, fmt::join(r.key_counts, ", "), prec_name(storage),
             prec_name(state), r.violations, r.nan_mismatches, r.max_mismatches,
             r.first_violation.empty() ? "" : " (first: " + r.first_violation + ")", fraction(r.worst_src),
             fraction(r.worst_tgt), fmt::join(fams, "; "))});
@@ -306,6 +327,29 @@ struct RecurrenceCheck {
   bool term_limit = false;  // could not run: a resource limit, not a structural mismatch
   std::string detail;       // the proof's sentence, or why it failed
 };
+
+// The fold's l per row (rewrites/online_softmax/block_fold.h, emitted form) over the row's score
+// terms X at the state precision q, in blocks of b (a tail padded with -inf cells), stored at p.
+TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q) {
+  const auto n = static_cast<std::int64_t>(X.size());
+  TermP LOW = store.constant(osm::lowest_finite(q), q), NEG = store.constant(-INFINITY, q);
+  TermP mp = NEG, lp = store.constant(0.0, q), stored = nullptr;
+  for (std::int64_t k0 = 0; k0 < n; k0 += b) {
+    std::vector<TermP> T;
+    for (std::int64_t j = 0; j < b; ++j) T.push_back(k0 + j < n ? store.convert(X[static_cast<std::size_t>(k0 + j)], q) : NEG);
+    TermP mn = mp;
+    for (TermP t : T) mn = store.binary(BinOp::Max, mn, t, q);
+    TermP fl = store.binary(BinOp::Max, mn, LOW, q);
+    TermP alpha = store.unary(UnOp::Exp, store.binary(BinOp::Sub, store.binary(BinOp::Max, mp, LOW, q), fl, q), q);
+    TermP rs = store.constant(0.0, q);
+    for (TermP t : T) rs = store.binary(BinOp::Add, rs, store.unary(UnOp::Exp, store.binary(BinOp::Sub, t, fl, q), q), q);
+    TermP ln = store.binary(BinOp::Add, store.binary(BinOp::Mul, lp, alpha, q), rs, q);
+    stored = store.convert(store.ternary(TernOp::Where, store.binary(BinOp::Eq, mn, NEG, q), store.constant(NAN, q), ln, q), p);
+    mp = mn;
+    lp = ln;
+  }
+  return stored;
+}
 
 RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std::size_t anchor_pos,
                                     const std::string& l, const BoundTerms& bt, const Limits& limits) {
@@ -352,6 +396,10 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
       TermP acc = store.constant(0.0, p);
       for (TermP x : X)
         acc = store.binary(BinOp::Add, acc, store.unary(UnOp::Exp, store.binary(BinOp::Sub, x, M, p), p), p);
+      if (bt.block > 0) {
+        composed_to_scan[acc].push_back(fold_recurrence(store, X, bt.block, p, q));
+        return;
+      }
       // The online recurrence at q (rewrites/online_softmax/normalizer_scan.h, emitted form).
       TermP mp = store.constant(-INFINITY, q), lp = store.constant(0.0, q), stored = nullptr;
       TermP LOW = store.constant(low, q);
@@ -387,18 +435,21 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
         throw std::runtime_error(fmt::format("source cell {}[{}] is not the composed sum of any row", l, c));
       if (std::find(it->second.begin(), it->second.end(), lt[c]) == it->second.end())
         throw std::runtime_error(fmt::format(
-            "target cell {}[{}] is not the online recurrence of its row (n = {}, state {}, storage {})", l, c,
+            "target cell {}[{}] is not the {} of its row (n = {}, state {}, storage {})", l, c,
+            bt.block > 0 ? fmt::format("block fold (blocks of {})", bt.block) : std::string("online recurrence"),
             bt.terms, prec_name(q), prec_name(p)));
       ++matched;
     }
     if (matched == 0) throw std::runtime_error("no covered cell is a normalizer");
     out.proved = true;
     out.detail =
-        fmt::format("(i) recurrence: {} cells of {}: {} are the composed sum (source) and the online "
-                    "recurrence at {} (target) of "
+        fmt::format("(i) recurrence: {} cells of {}: {} are the composed sum (source) and the {} "
+                    "at {} (target) of "
                     "their row, as hash-consed terms over the scores at the max reduction; {} identical; {} "
                     "distinct terms",
-                    ls.size(), l, matched, prec_name(q), identical, store.size());
+                    ls.size(), l, matched,
+                    bt.block > 0 ? fmt::format("block fold in blocks of {}", bt.block) : std::string("online recurrence"),
+                    prec_name(q), identical, store.size());
   } catch (const TermLimitExceeded& e) {
     out.detail = e.what();
     out.term_limit = true;
@@ -411,7 +462,7 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
 }  // namespace
 
 Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, ProofCache* disk,
-                            const std::string& dump_prefix) {
+                            const std::string& dump_prefix, std::int64_t block) {
   nlohmann::json lj = to_json(limits);
   lj.erase("search_trials");
   lj.erase("max_terms");
@@ -424,6 +475,7 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
                                 {"solver", smt::solver_version()},
                                 {"storage", prec_name(storage)},
                                 {"n", n},
+                                {"block", block},
                                 {"limits", lj}};
   const std::string key = ProofCache::key_of(identity);
   {
@@ -454,7 +506,7 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
       } catch (const std::exception&) {
       }
     }
-  Certificate c = compute_certificate(storage, n, limits, dump_prefix);
+  Certificate c = compute_certificate(storage, n, limits, dump_prefix, block);
   if (disk) disk->put(identity, cert_json(c));
   std::lock_guard<std::mutex> lock(g_cert_mutex);
   g_certs.emplace(key, c);
@@ -477,8 +529,10 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
     return res;
   }
   BoundInfo& bi = res.bound;
-  const NormalizerBound nb = normalizer_bound(bt.storage, bt.state, bt.terms, limits.exp_ulp);
-  bi.formula = normalizer_formula_text();
+  const bool fold = bt.block > 0;  // the block fold's l (docs/bounds.md §7)
+  const NormalizerBound nb = fold ? fold_bound(bt.storage, bt.state, bt.terms, bt.block, limits.exp_ulp)
+                                  : normalizer_bound(bt.storage, bt.state, bt.terms, limits.exp_ulp);
+  bi.formula = fold ? fold_formula_text() : normalizer_formula_text();
   bi.instantiated = normalizer_instantiated_text(nb);
   bi.value = nb.rel;
   bi.relative_to = "|" + l + "_src|";
@@ -500,10 +554,22 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
 
   // (i) the recurrence: for every extent by the structural lift, else at the routine's sizes.
   std::vector<StmtP> S = top_level_statements(src);
-  const std::size_t anchor_pos =
-      app.statements.empty() ? S.size() : static_cast<std::size_t>(app.statements[0] - 1);
-  const NormalizerLift lift = lift_normalizer(src, tgt, app);
-  const bool all_sizes = lift.proved && lift.l == l && lift.row_terms == bt.terms;
+  std::size_t anchor_pos = app.statements.empty() ? S.size() : static_cast<std::size_t>(app.statements[0] - 1);
+  if (fold) {
+    // The fold's anchor is its value pass; the max reduction is one of the statements it consumed.
+    anchor_pos = S.size();
+    for (int st : app.statements) {
+      std::string why;
+      const auto pos = static_cast<std::size_t>(st - 1);
+      if (pos < S.size() && parse_anchor(*S[pos], why)) {
+        anchor_pos = pos;
+        break;
+      }
+    }
+  }
+  // (The structural lift is about the scan; the fold's recurrence is checked at the routine's sizes.)
+  const NormalizerLift lift = fold ? NormalizerLift{} : lift_normalizer(src, tgt, app);
+  const bool all_sizes = !fold && lift.proved && lift.l == l && lift.row_terms == bt.terms;
   res.all_sizes = all_sizes;
   RecurrenceCheck rc;
   if (all_sizes) {
@@ -586,7 +652,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   // is the recurrence it is about.
   std::optional<Certificate> cert;
   if (recurrence) {
-    cert = certificate_for(bt.storage, bt.terms, limits, disk, dump_prefix);
+    cert = certificate_for(bt.storage, bt.terms, limits, disk, dump_prefix, bt.block);
     for (const auto& p : cert->parts) bi.parts.push_back(p);
     bi.tightness = cert->tightness;
   }
@@ -630,9 +696,11 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   res.kind = VerdictKind::Bounded;
   const std::string reals_status = status_of("(a) reals"), induction_status = status_of("induction");
   res.message = fmt::format(
-      "{} is the online recurrence of the composed sum (i{}); bound REL = {:.3g}: induction (every n) {}, "
+      "{} is the {} of the composed sum (i{}); bound REL = {:.3g}: induction (every n{}) {}, "
       "confirmed by MPFR (tightness {}){}, differential inside the bound",
-      l, all_sizes ? ", every extent" : ", the routine's sizes", nb.rel, induction_status, fraction(cert->tightness),
+      l, fold ? fmt::format("block fold (blocks of {})", bt.block) : std::string("online recurrence"),
+      all_sizes ? ", every extent" : ", the routine's sizes", nb.rel, fold ? " and b" : "", induction_status,
+      fraction(cert->tightness),
       reals_status.empty() ? "" : ", reals certificate " + reals_status);
   return res;
 }

@@ -48,8 +48,9 @@ struct Certificate {
 // Computes certificates once per key per process (thread-safe); `disk` (may be null) persists
 // them across runs (verify/proof_cache.h).
 class ProofCache;
+// `block` > 0: the block fold's certificate (docs/bounds.md §7) at blocks of `block` cells.
 Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, ProofCache* disk,
-                            const std::string& dump_prefix);
+                            const std::string& dump_prefix, std::int64_t block = 0);
 
 struct BoundedCheck {
   VerdictKind kind = VerdictKind::Unknown;

@@ -36,7 +36,8 @@ nlohmann::json task_identity(const Task& t, const Limits& limits) {
   for (const auto& c : t.obligation.covers) covers.push_back({c.node, c.cells});
   nlohmann::json bound = nullptr;
   if (const auto& b = t.obligation.bound)
-    bound = {{"terms", b->terms}, {"storage", prec_name(b->storage)}, {"state", prec_name(b->state)}};
+    bound = {{"terms", b->terms}, {"storage", prec_name(b->storage)}, {"state", prec_name(b->state)},
+             {"block", b->block}};
   const Member* m = find_member(t.member);
   return {{"kind", "verdict"},
           {"build", build_identity()},

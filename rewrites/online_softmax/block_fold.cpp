@@ -840,7 +840,7 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
     sum.description = fmt::format("{} is the composed sum of exp({} - {}) within rounding, accumulated block by block",
                                   nz.l, nz.x, nz.m);
     sum.covers = {Cover{nz.l, cells_text(nz.l, nz.l_idcs, nz.rows)}};
-    sum.bound = BoundTerms{sk, nz.score_prec, sp};
+    sum.bound = BoundTerms{sk, nz.score_prec, sp, bk};
     app.obligations.push_back(sum);
   }
   Obligation out;
@@ -849,7 +849,7 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
   out.description = fmt::format("{} is the composed (p / l)·v within rounding: (Σ p·v) / l accumulated in blocks of {}",
                                 fm.o, bk);
   out.covers = {Cover{fm.o, fm.o}};
-  out.bound = BoundTerms{sk, nz.score_prec, sp};
+  out.bound = BoundTerms{sk, nz.score_prec, sp, bk};
   app.obligations.push_back(out);
   return app;
 }

@@ -153,7 +153,7 @@ Member online_softmax_member() {
   Member m;
   m.id = kOnlineSoftmaxId;
   m.gate = "online_softmax";
-  m.version = "2";
+  m.version = "3";
   m.description =
       "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
       "probabilities once (default off; on in the approximate profile)";
@@ -182,9 +182,9 @@ Member online_softmax_member() {
                 "sum, the numerator tile rescaled and accumulating p*v, O = U / l on the last block",
                 {ClaimSpec{"fold-max", ObligationKind::Exact, "bitwise",
                            "the fold's running max is the composed max, bit for bit (padded cells are -inf)"},
-                 ClaimSpec{"fold-sum", ObligationKind::Bounded, "search.block-fold-sum",
-                           "the fold's rescaled sum is the composed sum within shape 1's REL(n) (docs/bounds.md §7, "
-                           "a paper derivation: refuted or unknown, never bounded yet)"},
+                 ClaimSpec{"fold-sum", ObligationKind::Bounded, "certified-bound.block-fold-sum",
+                           "the fold's rescaled sum is the composed sum within the fold's certified bound REL(n, b) "
+                           "(docs/bounds.md §7: the fold's induction for every n and b)"},
                  ClaimSpec{"fold-output", ObligationKind::Bounded, "certified-bound.block-fold",
                            "the fold's output is the composed (p / l)*v within the fold's bound (not derived yet: "
                            "unknown)"}},

@@ -204,11 +204,12 @@ TEST_F(ExecTools, DiffAgreesAcrossExecutorsAndAcrossTheRewriteInEveryFormat) {
 
 TEST_F(ExecTools, FastMathMismatchExitsOneAndTheCaseReplays) {
   const std::string sum = (dir_ / "sum.fp").string();
-  // One row: its sum is a plain scalar loop, which -ffast-math vectorizes by reassociating (the
-  // schedule of several rows — lanes over rows, read from panels — gives it nothing to reorder).
-  std::ofstream(sum) << "routine sum {\n  node x : f32[1, 256] materialized input\n"
+  // One row of 4096 terms (256 agreed by chance on an AVX2 machine): its sum is a plain scalar loop,
+  // which -ffast-math vectorizes by reassociating (the schedule of several rows — lanes over rows,
+  // read from panels — gives it nothing to reorder).
+  std::ofstream(sum) << "routine sum {\n  node x : f32[1, 4096] materialized input\n"
                         "  node s : f32[1] materialized output\n  zero s\n"
-                        "  for i in 0..0 {\n    for j in 0..255 {\n"
+                        "  for i in 0..0 {\n    for j in 0..4095 {\n"
                         "      s[i] = add.f32(s[i], mul.f32(x[i, j], x[i, j]))\n    }\n  }\n}\n";
   auto e = env();
   e.emplace_back("FLASHPROOF_CFLAGS", "-O3 -march=native -ffast-math -fPIC -shared");

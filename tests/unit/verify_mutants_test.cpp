@@ -106,9 +106,10 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
 
 // The block fold in a causal training step (m and l are read by the backward, so `fold-max` and
 // `fold-sum` are obligations): every declared mutant changes the running maximum (refuted through
-// `fold-max`, exact) or the sum (refuted by `fold-sum`'s search against REL(n)). The fold's bounded
-// claims have no certified bound yet, so the unmutated fold's worst verdict is unknown, never
-// proved.
+// `fold-max`, exact) or the sum (refuted by `fold-sum`'s certified check: a target that is not the
+// fold's recurrence gets the full search against REL(n, b)). The unmutated fold's `fold-sum` is
+// bounded with its induction proved; `fold-output` has no certified bound yet, so the fold's worst
+// verdict is unknown, never proved.
 TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   AttentionSpec s;
   s.sq = 3;
@@ -125,6 +126,16 @@ TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   ASSERT_EQ(pair.size(), 3u);  // fold-max, fold-sum, fold-output
   EngineOptions o = options("fold");
   EXPECT_EQ(discharge(pair[0], o).kind, VerdictKind::Exact) << "fold-max on the unmutated fold";
+  const Verdict sum = discharge(pair[1], o);
+  EXPECT_EQ(sum.claim, "fold-sum");
+  EXPECT_EQ(sum.kind, VerdictKind::Bounded) << sum.message;
+  ASSERT_TRUE(sum.bound);
+  bool induction = false, recurrence = false;
+  for (const auto& part : sum.bound->parts) {
+    induction = induction || (part.name == "induction" && part.status == "proved");
+    recurrence = recurrence || (part.name == "(i) recurrence" && part.status == "proved");
+  }
+  EXPECT_TRUE(induction && recurrence) << sum.message;
   EXPECT_EQ(worst_verdict(pair, pair[0].tgt, o).kind, VerdictKind::Unknown);
   expect_all_refuted(pair, declared_mutants(pair[0]), o, 16);
 }

@@ -95,6 +95,7 @@ class Up {
     return r;
   }
   bool below_one() const { return mpfr_cmp_ui(v_, 1) < 0; }
+  mpfr_ptr raw() { return v_; }
   double to_double_up() const { return mpfr_get_d(v_, MPFR_RNDU); }
 
  private:
@@ -107,22 +108,35 @@ class Up {
   mpfr_t v_;
 };
 
+// The underflow term of the proof's model (model_underflow, exact at 256 bits, rounded up).
+Up model_underflow_up(Prec p) {
+  return Up(std::ldexp(1.0L, model_underflow_lead_log2(p))) + Up(std::ldexp(1.0L, kModelUnderflowTailLog2));
+}
+
 struct UpperBounds {
   double b_src = 0, b_tgt = 0, rel = 0;
   bool bsrc_below_one = false;
 };
+
+// B_src = (1 + γ_{n-1}(u_s))·[(1 + ε_s)(1 + (n-1)·α(u_s)) + n·ω_s] - 1, rounded up.
+Up composed_bound(Prec storage, std::int64_t n, double exp_ulp) {
+  const Up one(1), us(unit_roundoff(storage)), nn(static_cast<LD>(n)), n1(static_cast<LD>(n - 1));
+  const Up es(exp_error(storage, exp_ulp)), ws = model_underflow_up(storage);
+  const Up alpha = us / Up(e_lower()) / us.one_minus_down();
+  const Up gamma = (n1 * us) / (n1 * us).one_minus_down();
+  return ((one + gamma) * ((one + es) * (one + n1 * alpha) + nn * ws)).minus_one();
+}
 
 UpperBounds upper_bounds(Prec storage, Prec state, std::int64_t n, double exp_ulp) {
   const Up one(1), us(unit_roundoff(storage)), ut(unit_roundoff(state)), nn(static_cast<LD>(n));
   const Up n1(static_cast<LD>(n - 1));
   // e is taken low (α grows as e shrinks); 1 - u and 1 - k·u are exact at 256 bits.
   auto alpha_up = [&](const Up& u) { return u / Up(e_lower()) / u.one_minus_down(); };
-  auto gamma_up = [&](const Up& ku) { return ku / ku.one_minus_down(); };
   // The exp error terms as stated (rounded up to doubles): the figures the report prints and the
   // induction's queries take.
-  const Up es(exp_error(storage, exp_ulp)), et(exp_error(state, exp_ulp));
-  const Up ws(exp_underflow_error(storage)), wt(exp_underflow_error(state));
-  const Up bsrc = ((one + gamma_up(n1 * us)) * ((one + es) * (one + n1 * alpha_up(us)) + nn * ws)).minus_one();
+  const Up et(exp_error(state, exp_ulp));
+  const Up wt = model_underflow_up(state);
+  const Up bsrc = composed_bound(storage, n, exp_ulp);
   const Up phi = ((one + et).pow_up(n) * (one + ut).pow_up(2 * (n - 1))).minus_one();
   const Up under = nn * Up(static_cast<LD>(n + 2)) * (one + phi) * (one + phi) * wt;
   const Up rho(storage == state ? 0 : static_cast<LD>(unit_roundoff(storage)));
@@ -173,6 +187,11 @@ double underflow_error(Prec p) {
   return 0;
 }
 
+int model_underflow_lead_log2(Prec p) {
+  if (p == Prec::F64) return -200;  // ω_64 = 2^-1075 is below 2^-200
+  return std::max(std::ilogb(underflow_error(p)), -200);
+}
+
 double exp_error(Prec p, double exp_ulp) {
   return up(eps(p, exp_ulp));
 }
@@ -212,14 +231,58 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
   return b;
 }
 
+NormalizerBound fold_bound(Prec storage, Prec state, std::int64_t n, std::int64_t b, double exp_ulp) {
+  NormalizerBound r = normalizer_bound(storage, state, n, exp_ulp);
+  r.block = b;
+  if (!r.defined) return r;
+  if (b < 1 || b > n || static_cast<LD>(b) * static_cast<LD>(unit_roundoff(state)) >= 1) {
+    r.defined = false;
+    r.undefined_reason = fmt::format("block size {} outside 1..n = {} (or b·u_t >= 1)", b, n);
+    return r;
+  }
+  const Up one(1), ut(unit_roundoff(state)), bb(static_cast<LD>(b)), n1(static_cast<LD>(n - 1));
+  const Up et(exp_error(state, exp_ulp)), wt = model_underflow_up(state);
+  const Up G = (Up(static_cast<LD>(b - 1)) * ut) / (Up(static_cast<LD>(b - 1)) * ut).one_minus_down();
+  const Up step = (one + et) * (one + ut) * (one + ut);
+  const Up a_block = (one + ut) * wt * (one + (one + G) * bb);
+  const Up a_carry = (one + ut) * (one + ut), a_growth = one + et + wt;
+  const std::int64_t blocks = (n + b - 1) / b;
+  Up P = (one + G) * (one + et), A = (one + G) * bb * wt;
+  for (std::int64_t k = 1; k < blocks; ++k) {
+    const Up cells(static_cast<LD>(k) * static_cast<LD>(b));
+    Up A1 = a_carry * (P * cells * wt + A * a_growth) + a_block;
+    Up P1 = P * step;
+    mpfr_swap(A.raw(), A1.raw());
+    mpfr_swap(P.raw(), P1.raw());
+  }
+  const Up alpha = ut / Up(e_lower()) / ut.one_minus_down();
+  const Up rho(storage == state ? 0 : static_cast<LD>(unit_roundoff(storage)));
+  const Up btgt = ((one + rho) * (P * (one + n1 * alpha) + A)).minus_one();
+  const Up bsrc = composed_bound(storage, n, exp_ulp);
+  r.b_src = bsrc.to_double_up();
+  r.b_tgt = btgt.to_double_up();
+  r.rel = ((bsrc + btgt) / bsrc.one_minus_down()).to_double_up();
+  return r;
+}
+
+std::string fold_formula_text() {
+  return "|l_fold - l_src| <= REL·|l_src|, REL = (B_src + B_fold)/(1 - B_src); B_src as the scan's; "
+         "B_fold = (1 + ρ)·[P_K(1 + (n-1)·α(u_t)) + A_K] - 1 over K = ceil(n/b) blocks of b cells, "
+         "P_1 = (1 + γ_{b-1}(u_t))(1 + ε_t), P_{k+1} = P_k(1 + ε_t)(1 + u_t)^2, A_1 = (1 + γ_{b-1}(u_t))·b·ω, "
+         "A_{k+1} = (1 + u_t)^2(P_k·k·b·ω + A_k(1 + ε_t + ω)) + (1 + u_t)·ω·(1 + (1 + γ_{b-1}(u_t))·b); "
+         "ω = 2^max(log2 ω_t, -200) + 2^-148 (>= Ω_t); the recurrences are the invariant the fold's "
+         "induction proves";
+}
+
 std::string normalizer_formula_text() {
   return "|l_tgt - l_src| <= REL·|l_src|, REL = (B_src + B_tgt)/(1 - B_src); "
          "B_src = (1 + γ_{n-1}(u_s))·[(1 + ε_s)(1 + (n-1)·α(u_s)) + n·Ω_s] - 1; "
          "B_tgt = (1 + ρ)·[(1 + φ)(1 + (n-1)·α(u_t)) + n(n+2)(1 + φ)^2·Ω_t] - 1; "
          "φ = (1 + ε_t)^n (1 + u_t)^(2(n-1)) - 1; γ_k(u) = k·u/(1 - k·u); α(u) = u/(e(1 - u)); "
          "ε_p = relative error of exp.p: f64 η64 = exp_ulp·2^-52, f32 η32 = U32·2^-23, f16/bf16 "
-         "(1 + η32)(1 + u_p) - 1, U32 = the measured fp_exp32 ulp figure; Ω_p = absolute error of exp.p "
-         "below p's normal range: f64 2ω_64, f32 U32·2^-149, f16/bf16 ω_p + U32·2^-149·(1 + u_p); "
+         "(1 + η32)(1 + u_p) - 1, U32 = the measured fp_exp32 ulp figure; Ω_p = 2^max(log2 ω_p, -200) + "
+         "2^-148, at or above the absolute error of exp.p below p's normal range (f64 2ω_64, f32 U32·2^-149, "
+         "f16/bf16 ω_p + U32·2^-149·(1 + u_p)); "
          "ρ = u_s if storage != state else 0; ω_p = half the smallest subnormal of p; u_s, u_t the unit "
          "roundoffs of storage and state";
 }

@@ -30,12 +30,20 @@ double exp_error(Prec p, double exp_ulp);
 // so it also bounds a subnormal rounding of an add or a multiply at p.
 double exp_underflow_error(Prec p);
 
+// The underflow term of the bound's model (docs/bounds.md §5 (a)): 2^lead + 2^tail with lead =
+// max(log2 ω_p, -200) and tail = -148, at or above both exp_underflow_error(p) (an exponential's
+// absolute error below p's normal range) and ω_p + ω_64 (a rounding there), with short exact
+// rationals for the induction's queries. The formulas take it for Ω.
+constexpr int kModelUnderflowTailLog2 = -148;
+int model_underflow_lead_log2(Prec p);
+
 // The normalizer l = Σ exp(x_t - m) over n keys: composed at the storage precision against the
 // online scan carried at the state precision (rewrites/online_softmax/normalizer_scan.h).
 struct NormalizerBound {
   Prec storage = Prec::F32;
   Prec state = Prec::F32;
   std::int64_t n = 0;
+  std::int64_t block = 0;  // the fold's block size (fold_bound); 0: the scan (normalizer_bound)
   double exp_ulp = 0.52;  // fp_exp64's assumed error (binary64 ulps): used where a precision is f64
   bool defined = false;
   std::string undefined_reason;
@@ -44,6 +52,17 @@ struct NormalizerBound {
   double rel = 0;    // |l_tgt - l_src| <= rel·|l_src|
 };
 NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, double exp_ulp);
+
+// The block fold's l (rewrites/online_softmax/block_fold.h) over n keys in K = ceil(n/b) blocks of
+// b cells against the same composed sum (docs/bounds.md §7): B_src as above; the fold's side from
+// the invariant proved by verify/smt/fold_induction.cpp, evaluated by its recurrences
+//   P_1 = (1 + γ_{b-1}(u_t))(1 + ε_t),  A_1 = (1 + γ_{b-1}(u_t))·b·ω_t,
+//   P_{k+1} = P_k(1 + ε_t)(1 + u_t)²,  A_{k+1} = (1 + u_t)²(P_k·k·b·ω_t + A_k(1 + ε_t + ω_t))
+//                                                + (1 + u_t)·ω_t·(1 + (1 + γ_{b-1}(u_t))·b),
+//   B_tgt = (1 + ρ)·[P_K(1 + (n-1)·α(u_t)) + A_K] - 1,
+// at 256 bits, every step rounded up. `b` is the fold's block size min(B, n).
+NormalizerBound fold_bound(Prec storage, Prec state, std::int64_t n, std::int64_t b, double exp_ulp);
+std::string fold_formula_text();
 
 // The symbolic formula (one paragraph) and the instantiated values.
 std::string normalizer_formula_text();

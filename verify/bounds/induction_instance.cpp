@@ -11,19 +11,6 @@ namespace fp::verify {
 
 namespace {
 
-// log2 of half the smallest subnormal (underflow_error as a power of two: binary64's 2^-1075 is
-// below every double, so underflow_error(F64) reads 0).
-int omega_log2(Prec p) {
-  if (p == Prec::F64) return -1075;
-  return std::ilogb(underflow_error(p));
-}
-
-// A bound above ω_p + ω_64 with a short rational: 2^max(e, -200) + 2^-200 >= 2^e + 2^-1075.
-int omega_bound_log2(Prec p) {
-  return std::max(omega_log2(p), -200);
-}
-constexpr int kOmegaTailLog2 = -200;
-
 struct Mp {
   mpfr_t v;
   Mp() { mpfr_init2(v, 256); }
@@ -40,9 +27,9 @@ smt::InductionQuery induction_query(Prec storage, Prec state, double exp_ulp) {
   q.state_bits = significand_bits(state);
   q.eps_storage = exp_error(storage, exp_ulp);
   q.eps_state = exp_error(state, exp_ulp);
-  q.omega_storage_log2 = omega_bound_log2(storage);
-  q.omega_state_log2 = omega_bound_log2(state);
-  q.omega_tail_log2 = kOmegaTailLog2;
+  q.omega_storage_log2 = model_underflow_lead_log2(storage);
+  q.omega_state_log2 = model_underflow_lead_log2(state);
+  q.omega_tail_log2 = kModelUnderflowTailLog2;
   // Smallest normal: 2^(1 - bias), bias 15 (f16), 127 (f32, bf16), 1023 (f64).
   const int emin = storage == Prec::F16 ? -14 : storage == Prec::F64 ? -1022 : -126;
   q.storage_min_normal = std::ldexp(1.0, emin);

@@ -158,11 +158,71 @@ Routine normalizer_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
   return r;
 }
 
+Routine fold_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
+  Routine r;
+  r.name = "fold_rows";
+  auto node = [&](std::string name, std::vector<std::int64_t> dims, bool in, bool out) {
+    Node nd;
+    nd.name = std::move(name);
+    nd.dims = std::move(dims);
+    nd.prec = p;
+    nd.is_input = in;
+    nd.is_output = out;
+    r.nodes.push_back(nd);
+  };
+  node("one", {rows, 1}, true, false);
+  node("x", {rows, n, 1}, true, false);
+  node("v", {n, 1}, true, false);
+  node("s", {rows, n}, false, false);
+  node("m", {rows}, false, true);
+  node("sh", {rows, n}, false, false);
+  node("e", {rows, n}, false, false);
+  node("l", {rows}, false, true);
+  node("p", {rows, n}, false, false);
+  node("o", {rows, 1}, false, true);
+  auto I = [](const char* s) { return Index::iter(s); };
+  auto rows_loop = [&](std::vector<StmtP> body) { return for_loop("i", 0, rows - 1, std::move(body)); };
+  auto both = [&](StmtP s) { return rows_loop({for_loop("j", 0, n - 1, {std::move(s)})}); };
+  auto S = get("s", {I("i"), I("j")}, p);
+  std::vector<StmtP> body = {
+      zero("s"),
+      both(for_loop("d", 0, 0,
+                    {set("s", {I("i"), I("j")},
+                         binary(BinOp::Add, S,
+                                binary(BinOp::Mul, get("one", {I("i"), I("d")}, p),
+                                       get("x", {I("i"), I("j"), I("d")}, p), p),
+                                p))})),
+      rows_loop({set("m", {I("i")}, constant(-INFINITY, p))}),
+      both(set("m", {I("i")}, binary(BinOp::Max, get("m", {I("i")}, p), S, p))),
+      both(set("sh", {I("i"), I("j")}, binary(BinOp::Sub, S, get("m", {I("i")}, p), p))),
+      both(set("e", {I("i"), I("j")}, unary(UnOp::Exp, get("sh", {I("i"), I("j")}, p), p))),
+      zero("l"),
+      both(set("l", {I("i")}, binary(BinOp::Add, get("l", {I("i")}, p), get("e", {I("i"), I("j")}, p), p))),
+      both(set("p", {I("i"), I("j")}, binary(BinOp::Div, get("e", {I("i"), I("j")}, p), get("l", {I("i")}, p), p))),
+      zero("o"),
+      rows_loop({for_loop("c", 0, 0,
+                          {for_loop("j", 0, n - 1,
+                                    {set("o", {I("i"), I("c")},
+                                         binary(BinOp::Add, get("o", {I("i"), I("c")}, p),
+                                                binary(BinOp::Mul, get("p", {I("i"), I("j")}, p),
+                                                       get("v", {I("j"), I("c")}, p), p),
+                                                p))})})}),
+  };
+  r.body = seq(std::move(body));
+  return r;
+}
+
 namespace {
 constexpr std::int64_t kFocusWork = 384'000;
+
+// The bound a row of n keys is checked against: the scan's, or the fold's at min(block, n).
+NormalizerBound row_bound(Prec storage, Prec state, std::int64_t n, std::int64_t block, double exp_ulp) {
+  return block > 0 ? fold_bound(storage, state, n, std::min(block, n), exp_ulp)
+                   : normalizer_bound(storage, state, n, exp_ulp);
+}
 }  // namespace
 
-MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limits& limits) {
+MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limits& limits, std::int64_t block) {
   auto t0 = std::chrono::steady_clock::now();
   MpfrReport rep;
   rep.storage = storage;
@@ -170,10 +230,10 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
   rep.bits = std::max(limits.mpfr_bits, 200);
   std::vector<std::int64_t> ladder;
   for (std::int64_t n : {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32, 48, 64, 100, 128, 256})
-    if (normalizer_bound(storage, rep.state, n, limits.exp_ulp).defined) ladder.push_back(n);
+    if (row_bound(storage, rep.state, n, block, limits.exp_ulp).defined) ladder.push_back(n);
   // The ladder the random picks range over; the focus n, when it is not on it, only gets its share.
   const std::size_t base = ladder.size();
-  if (n_focus > 0 && n_focus <= kFocusWork && normalizer_bound(storage, rep.state, n_focus, limits.exp_ulp).defined &&
+  if (n_focus > 0 && n_focus <= kFocusWork && row_bound(storage, rep.state, n_focus, block, limits.exp_ulp).defined &&
       std::find(ladder.begin(), ladder.end(), n_focus) == ladder.end())
     ladder.push_back(n_focus);
   rep.key_counts = ladder;
@@ -210,26 +270,34 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
 
   Config cfg;
   cfg.set("online_softmax", "true");
+  if (block > 0) cfg.set("online_softmax_block", std::to_string(block));
   TierOptions only;
-  only.only = {"online-softmax.normalizer-scan"};
+  only.only = {block > 0 ? "online-softmax.block-fold" : "online-softmax.normalizer-scan"};
   std::vector<FamilyStats> fam(kFamilyCount);
   for (int i = 0; i < kFamilyCount; ++i) fam[static_cast<std::size_t>(i)].name = kFamilies[i];
 
   Mpfr sum(rep.bits), term(rep.bits), mx(rep.bits), tmp(rep.bits), err(rep.bits), sum_err(rep.bits),
       den(rep.bits);
   for (auto& [n, rows] : by_n) {
-    const NormalizerBound b = normalizer_bound(storage, rep.state, n, limits.exp_ulp);
+    const NormalizerBound b = row_bound(storage, rep.state, n, block, limits.exp_ulp);
     const auto R = static_cast<std::int64_t>(rows.size());
-    Routine composed = normalizer_rows_routine(storage, R, n);
+    Routine composed = block > 0 ? fold_rows_routine(storage, R, n) : normalizer_rows_routine(storage, R, n);
     RewriteResult rw = run_tier(composed, cfg, only);
-    FP_INTERNAL_CHECK(rw.applications.size() == 1,
-                      "the normalizer rows routine was not rewritten ({} applications)",
+    FP_INTERNAL_CHECK(rw.applications.size() == 1 && rw.applications[0].shape == only.only[0],
+                      "the {} rows routine was not rewritten by {} ({} applications)", composed.name, only.only[0],
                       rw.applications.size());
-    Tensor x = Tensor::zeros(storage, {R, n});
+    Tensor x = Tensor::zeros(storage, block > 0 ? std::vector<std::int64_t>{R, n, 1} : std::vector<std::int64_t>{R, n});
     for (std::int64_t i = 0; i < R; ++i)
       std::copy(rows[static_cast<std::size_t>(i)].x.begin(), rows[static_cast<std::size_t>(i)].x.end(),
                 x.data.begin() + i * n);
     TensorMap in{{"x", x}};
+    if (block > 0) {
+      Tensor one = Tensor::zeros(storage, {R, 1}), v = Tensor::zeros(storage, {n, 1});
+      std::fill(one.data.begin(), one.data.end(), 1.0);
+      std::fill(v.data.begin(), v.data.end(), 1.0);
+      in.emplace("one", one);
+      in.emplace("v", v);
+    }
     TensorMap src = interpret(composed, in), tgt = interpret(rw.routine, in);
     for (std::int64_t i = 0; i < R; ++i) {
       if ((i & 255) == 0) check_deadline("MPFR reference rows");

@@ -46,12 +46,18 @@ struct MpfrReport {
 
 // Checks normalizer_bound(storage, state_prec(storage), n, exp_ulp) on limits.mpfr_rows rows at
 // limits.mpfr_bits bits, with key counts from a fixed ladder plus `n_focus` (when the bound is
-// defined there). Deterministic in limits.seed.
-MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limits& limits);
+// defined there). Deterministic in limits.seed. With `block` > 0 the rows run through the block
+// fold instead (fold_rows_routine rewritten with online_softmax_block = block) against
+// fold_bound(storage, state, n, min(block, n)).
+MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limits& limits, std::int64_t block = 0);
 
 // The composed normalizer over `rows` rows of `n` keys at precision p (inputs x, outputs m and
 // l): the shape online-softmax.normalizer-scan rewrites.
 Routine normalizer_rows_routine(Prec p, std::int64_t rows, std::int64_t n);
+// The composed attention over `rows` rows of `n` given scores at precision p, in the form the
+// block fold matches: s = Σ_d one[i, d]·x[i, j, d] over one d (exactly x: one = 1), m, l
+// (outputs), p = e / l, o = Σ_j p·v (one value column, v = 1).
+Routine fold_rows_routine(Prec p, std::int64_t rows, std::int64_t n);
 
 // The maximum error of fp_exp64 in binary64 ulps against MPFR on `samples` inputs (random over the
 // whole domain, f32 values, |x| < 1, near under/overflow), for the report's exp assumption.

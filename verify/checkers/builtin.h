@@ -10,6 +10,6 @@ Checker relative_checker();
 Checker loop_permutation_lift_checker();
 Checker normalizer_max_lift_checker();
 Checker online_normalizer_bound_checker();
-Checker block_fold_sum_search_checker();
+Checker block_fold_sum_bound_checker();
 
 }  // namespace fp::verify

@@ -76,7 +76,8 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
 // no certified form, 8·(n + 2)·u_state + 4·u_storage.
 double stand_in(const Obligation& ob, double exp_ulp) {
   const BoundTerms b = ob.bound.value_or(BoundTerms{});
-  const NormalizerBound nb = normalizer_bound(b.storage, b.state, b.terms, exp_ulp);
+  const NormalizerBound nb = b.block > 0 ? fold_bound(b.storage, b.state, b.terms, b.block, exp_ulp)
+                                        : normalizer_bound(b.storage, b.state, b.terms, exp_ulp);
   if (!nb.defined)
     return 8.0 * static_cast<double>(b.terms + 2) * unit_roundoff(b.state) + 4.0 * unit_roundoff(b.storage);
   const double rp = quotient_perturbation(0.0, nb.rel, b.storage);
@@ -84,6 +85,20 @@ double stand_in(const Obligation& ob, double exp_ulp) {
 }
 
 }  // namespace
+
+// The block fold's l (claim `fold-sum`): the same certified check with the fold's recurrence, its
+// induction for every (n, b) and its MPFR rows (docs/bounds.md §7).
+Checker block_fold_sum_bound_checker() {
+  Checker c;
+  c.id = "certified-bound.block-fold-sum";
+  c.description =
+      "the block fold's l within the certified bound REL(n, b) of the composed sum: its recurrence at the routine's "
+      "sizes, the fold's induction for every n and b, MPFR rows through the fold";
+  c.discharge = certify;
+  c.plan = plan_for_obligation;
+  c.stand_in_tolerance = stand_in;
+  return c;
+}
 
 Checker online_normalizer_bound_checker() {
   Checker c;

@@ -31,6 +31,7 @@
 #include <functional>
 
 #include "verify/smt/smt.h"
+#include "verify/smt/induction_model.h"
 #include "verify/smt/z3_common.h"
 
 namespace fp::verify::smt {
@@ -51,85 +52,47 @@ const char* induction_mutant_name(InductionMutant m) {
   return "none";
 }
 
-namespace {
+using namespace induction_model;
 
-// Decimal digits of 2^k.
-std::string pow2_digits(int k) {
-  std::string digits = "1";
-  for (int i = 0; i < k; ++i) {
-    int carry = 0;
-    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-      const int d = (*it - '0') * 2 + carry;
-      *it = static_cast<char>('0' + d % 10);
-      carry = d / 10;
-    }
-    if (carry) digits.insert(digits.begin(), static_cast<char>('0' + carry));
+void induction_model::composed_sum_queries(QueryRunner& r, const std::string& prefix, const std::string& what,
+                                           const std::function<Consts(Query&)>& consts, int gshift) {
+  r.run(prefix + ".base", fmt::format("{} invariant holds after its first key", what), [&](Query& Q) {
+    Consts c = consts(Q);
+    z3::expr K = Q.c().real_val(1);
+    z3::expr G = Q.c().real_val(0);  // γ_0 = 0: one key, no rounded addition
+    auto [gp, gm] = key_terms(Q, "gp", "gm");
+    z3::expr e = computed_exp(Q, "e", gm, gp, c);
+    return composed_upper(e, G, gp, K, c) && composed_lower(e, G, gm, K, c);
+  });
+  for (const bool upper : {true, false}) {
+    r.run(fmt::format("{}.step-{}", prefix, upper ? "upper" : "lower"),
+          fmt::format("{} {} invariant after k keys implies it after k + 1, for every real k >= 1 with k·u < 1",
+                      what, upper ? "upper" : "lower"),
+          [&](Query& Q) {
+            Consts c = consts(Q);
+            z3::expr K = Q.var("k");
+            Q.assume(K >= 1);
+            z3::expr G = gamma_var(Q, "G", max0(K - gshift), c.u), G1 = gamma_var(Q, "G1", max0(K + 1 - gshift), c.u);
+            z3::expr S = Q.var("S"), Vp = Q.var("Vp"), Vm = Q.var("Vm");
+            Q.assume(0 <= Vm && Vm <= Vp && Vp <= K);
+            Q.assume(upper ? composed_upper(S, G, Vp, K, c) : S >= 0 && composed_lower(S, G, Vm, K, c));
+            auto [gp, gm] = key_terms(Q, "gp", "gm");
+            z3::expr e = computed_exp(Q, "e", gm, gp, c);
+            z3::expr S1 = Q.var("S1");
+            Q.assume(S1 >= (S + e) * (1 - c.u) && S1 <= (S + e) * (1 + c.u));
+            return (Vm + gm <= Vp + gp && Vp + gp <= K + 1) &&
+                   (upper ? composed_upper(S1, G1, Vp + gp, K + 1, c)
+                          : S1 >= 0 && composed_lower(S1, G1, Vm + gm, K + 1, c));
+          });
   }
-  return digits;
 }
-
-// 2^-k exactly (k up to a few thousand: 2^-1075 is below every double).
-z3::expr pow2_exact(z3::context& c, int k) {
-  return c.real_val(("1/" + pow2_digits(k)).c_str());
-}
-
-// 2^-a + 2^-b (a <= b) as one numeral: (2^(b-a) + 1) / 2^b.
-z3::expr pow2_sum(z3::context& c, int a, int b) {
-  if (a == b) return pow2_exact(c, a - 1);
-  std::string num = pow2_digits(b - a);
-  int i = static_cast<int>(num.size()) - 1;
-  while (num[static_cast<std::size_t>(i)] == '9') num[static_cast<std::size_t>(i--)] = '0';
-  num[static_cast<std::size_t>(i)] =
-      static_cast<char>(num[static_cast<std::size_t>(i)] + 1);  // 2^j never ends in 9s
-  return c.real_val((num + "/" + pow2_digits(b)).c_str());
-}
-
-// One query: the hypotheses and the negated goal in a fresh context.
-class Query {
- public:
-  explicit Query(const SmtLimits& limits) : s_(c_) { detail::apply_limits(c_, s_, limits); }
-  z3::context& c() { return c_; }
-  z3::expr var(const char* name) { return c_.real_const(name); }
-  z3::expr num(double v) { return detail::real_of(c_, v); }
-  z3::expr pow2(int k) { return pow2_exact(c_, k); }
-  void assume(const z3::expr& e) { s_.add(e); }
-  SmtOutcome refute(const z3::expr& goal, const SmtLimits& limits) {
-    s_.add(!goal);
-    return detail::run_check(s_, limits);
-  }
-
- private:
-  z3::context c_;
-  z3::solver s_;
-};
-
-z3::expr max0(const z3::expr& v) {
-  return z3::ite(v >= 0, v, v.ctx().real_val(0));
-}
-
-// The constants of one recurrence: unit roundoff, exp error, exp's and an operation's
-// underflow terms.
-struct Consts {
-  z3::expr u, eps, om, om_op;
-};
-
-}  // namespace
 
 std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, const SmtLimits& limits) {
-  std::vector<InductionStep> out;
   const InductionMutant mut = q.mutant;
+  QueryRunner runner(limits, fmt::format("normalizer bound by induction (u_s = 2^-{}, u_t = 2^-{}, mutant {})",
+                                        q.storage_bits, q.state_bits, induction_mutant_name(mut)));
   auto run = [&](const std::string& name, const std::string& statement,
-                 const std::function<z3::expr(Query&)>& build) {
-    SmtLimits lim = limits;
-    if (!limits.dump_path.empty()) lim.dump_path = fmt::format("{}-{}.smt2", limits.dump_path, name);
-    lim.comment = fmt::format(
-        "flashproof verify: normalizer bound by induction, {} (u_s = 2^-{}, u_t = 2^-{}, mutant {}): {} "
-        "(unsat = proved)",
-        name, q.storage_bits, q.state_bits, induction_mutant_name(mut), statement);
-    Query Q(lim);
-    z3::expr goal = build(Q);
-    out.push_back(InductionStep{name, statement, Q.refute(goal, lim)});
-  };
+                 const std::function<z3::expr(Query&)>& build) { runner.run(name, statement, build); };
   auto src_consts = [&](Query& Q) {
     return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage),
                   pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2), Q.c().real_val(0)};
@@ -138,75 +101,12 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
     z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
     return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), om, om};
   };
-  // γ_j(u) = j·u/(1 - j·u) as a variable, for j·u < 1.
-  auto gamma = [](Query& Q, const char* name, const z3::expr& j, const z3::expr& u) {
-    z3::expr g = Q.var(name);
-    Q.assume(j * u < 1 && g * (1 - j * u) == j * u);
-    return g;
-  };
-  // An exponential computed at precision c of an argument whose exact value bounds it in
-  // [lo, hi] (0 <= lo <= hi <= 1): never negative, within (1 ± ε) and the underflow term.
-  auto computed_exp = [](Query& Q, const char* name, const z3::expr& lo, const z3::expr& hi,
-                         const Consts& c) {
-    z3::expr e = Q.var(name);
-    Q.assume(e >= 0 && e >= (1 - c.eps) * lo - c.om && e <= (1 + c.eps) * hi + c.om);
-    return e;
-  };
-  // A new key's two sum terms: exp(-(1 - u)D) and exp(-(1 + u)D) for D >= 0 (or both 0 for a key
-  // at -inf): 0 <= gm <= gp <= 1.
-  auto key_terms = [](Query& Q, const char* gp_name, const char* gm_name) {
-    z3::expr gp = Q.var(gp_name), gm = Q.var(gm_name);
-    Q.assume(0 <= gm && gm <= gp && gp <= 1);
-    return std::make_pair(gp, gm);
-  };
-  // A rounded sum of non-negative values.
-  auto round_sum = [](Query& Q, const char* name, const z3::expr& x, const z3::expr& u) {
-    z3::expr r = Q.var(name);
-    Q.assume(r >= x * (1 - u) && r <= x * (1 + u));
-    return r;
-  };
-
   // ---- (a) the composed sum: Ŝ_k = fl(Ŝ_{k-1} + ê_k), Ŝ_1 = ê_1 (0 + ê is exact) ------------
   // Invariant after k >= 1 keys (G = γ_{k-1}(u_s); Vp, Vm the sums U, Λ at the row maximum):
   //   0 <= Ŝ <= (1 + G)((1 + ε_s)Vp + k·ω),   G <= 1 ⇒ Ŝ >= (1 - G)((1 - ε_s)Vm - k·ω).
   // (DropGamma: G = γ_{k-2}.)
   const int gshift = mut == InductionMutant::DropGamma ? 2 : 1;
-  auto src_upper = [](const z3::expr& S, const z3::expr& G, const z3::expr& Vp, const z3::expr& K,
-                      const Consts& c) { return S >= 0 && S <= (1 + G) * ((1 + c.eps) * Vp + K * c.om); };
-  auto src_lower = [](const z3::expr& S, const z3::expr& G, const z3::expr& Vm, const z3::expr& K,
-                      const Consts& c) {
-    return z3::implies(G <= 1, S >= (1 - G) * ((1 - c.eps) * Vm - K * c.om));
-  };
-  run("src.base", "the composed sum's invariant holds after its first key", [&](Query& Q) {
-    Consts c = src_consts(Q);
-    z3::expr K = Q.c().real_val(1);
-    z3::expr G = Q.c().real_val(0);  // γ_0 = 0: one key, no rounded addition
-    auto [gp, gm] = key_terms(Q, "gp", "gm");
-    z3::expr e = computed_exp(Q, "e", gm, gp, c);
-    return src_upper(e, G, gp, K, c) && src_lower(e, G, gm, K, c);
-  });
-  for (const bool upper : {true, false}) {
-    run(upper ? "src.step-upper" : "src.step-lower",
-        fmt::format(
-            "the composed sum's {} invariant after k keys implies it after k + 1, for every real k >= 1 "
-            "with k·u_s < 1",
-            upper ? "upper" : "lower"),
-        [&](Query& Q) {
-          Consts c = src_consts(Q);
-          z3::expr K = Q.var("k");
-          Q.assume(K >= 1);
-          z3::expr G = gamma(Q, "G", max0(K - gshift), c.u), G1 = gamma(Q, "G1", max0(K + 1 - gshift), c.u);
-          z3::expr S = Q.var("S"), Vp = Q.var("Vp"), Vm = Q.var("Vm");
-          Q.assume(0 <= Vm && Vm <= Vp && Vp <= K);
-          Q.assume(upper ? src_upper(S, G, Vp, K, c) : S >= 0 && src_lower(S, G, Vm, K, c));
-          auto [gp, gm] = key_terms(Q, "gp", "gm");
-          z3::expr e = computed_exp(Q, "e", gm, gp, c);
-          z3::expr S1 = round_sum(Q, "S1", S + e, c.u);
-          return (Vm + gm <= Vp + gp && Vp + gp <= K + 1) &&
-                 (upper ? src_upper(S1, G1, Vp + gp, K + 1, c)
-                        : S1 >= 0 && src_lower(S1, G1, Vm + gm, K + 1, c));
-        });
-  }
+  composed_sum_queries(runner, "src", "the composed sum's", src_consts, gshift);
 
   // ---- (b) the scan: L_k = fl(fl(L_{k-1}·R̂) + 1) on a new maximum (R̂ = exp.t(fl(F_{k-1} - F_k))),
   // L_k = fl(L_{k-1} + exp.t(fl(x_k - F_k))) otherwise; L_1 = 1 (or 0 for a key at -inf).
@@ -358,12 +258,12 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
         Consts c = src_consts(Q);
         z3::expr N = Q.var("n");
         Q.assume(N >= 1);
-        z3::expr G = gamma(Q, "G", max0(N - gshift), c.u);
+        z3::expr G = gamma_var(Q, "G", max0(N - gshift), c.u);
         z3::expr alpha = c.u / (Q.c().real_val("271828182/100000000") * (1 - c.u));
         z3::expr S = Q.var("S"), Sh = Q.var("l_src"), Vp = Q.var("Vp"), Vm = Q.var("Vm"), J = Q.var("J");
         Q.assume(S >= 1 && J >= 0 && J <= N - 1 && Vm >= 0 && Vm <= Vp);
         Q.assume(Vp <= S + J * alpha && Vm >= S - J * alpha);
-        Q.assume(src_upper(Sh, G, Vp, N, c) && src_lower(Sh, G, Vm, N, c));
+        Q.assume(composed_upper(Sh, G, Vp, N, c) && composed_lower(Sh, G, Vm, N, c));
         z3::expr B =
             (1 + G) * ((1 + c.eps) * (1 + (drop_alpha ? Q.c().real_val(0) : (N - 1) * alpha)) + N * c.om) - 1;
         return Sh - S <= B * S && S - Sh <= B * S;
@@ -412,7 +312,7 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
         Q.assume(R * (1 - Bs) == Bs + Bt);
         return lt - ls <= R * ls && ls - lt <= R * ls;
       });
-  return out;
+  return runner.take();
 }
 
 }  // namespace fp::verify::smt

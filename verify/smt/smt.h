@@ -149,14 +149,15 @@ struct InductionQuery {
   int state_bits = 24;     // u_t = 2^-state_bits
   double eps_storage = 0;  // relative error of exp at the storage precision (bound_formula's exp_error)
   double eps_state = 0;    // ... at the state precision
-  // Upper bounds on the underflow terms as 2^a + 2^tail: ω_storage >= ω_s + ω_64 (a subnormal exp
-  // result at the storage precision), ω_state >= ω_t + ω_64 (at the state precision; it also bounds
-  // a subnormal product's ω_t). The queries prove the bound with these values in place of the exact
+  // Upper bounds on the underflow terms as 2^a + 2^tail (bound_formula's model_underflow):
+  // ω_storage >= Ω_s (the absolute error of a subnormal exp result at the storage precision,
+  // docs/bounds.md §6), ω_state >= Ω_t (at the state precision; it also bounds a subnormal
+  // product's ω_t). The queries prove the bound with these values in place of the exact
   // ones (a larger absolute term: a weaker claim) to keep the rationals short: 2^-150 + 2^-1075
   // makes nlsat orders of magnitude slower.
   int omega_storage_log2 = -150;
   int omega_state_log2 = -150;
-  int omega_tail_log2 = -200;
+  int omega_tail_log2 = -148;
   double storage_min_normal = 0;  // smallest normal of the storage precision (the final store)
   bool final_store = false;       // storage != state: the scan's result is rounded once more
   InductionMutant mutant = InductionMutant::None;
@@ -171,5 +172,13 @@ struct InductionStep {
 // Runs every query of the induction (each under `limits`; a dump path is used as a prefix:
 // PREFIX-NAME.smt2). The bound is proved for every n when every outcome is unsat.
 std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, const SmtLimits& limits);
+
+// The block fold's invariant for every block count and block size (verify/smt/fold_induction.cpp,
+// docs/bounds.md §7): the block sum (the composed sum at the state precision, block.*), the
+// fold's base and steps (a block that raises the maximum, one that does not), and its closing.
+// The composed side, the summed lemma, the final store and REL's closing are the scan's queries.
+// Mutants: DropGamma (P_1 without the block sum's γ_{b-1}), MissingRescale (L' = fl(L + R) on a
+// raised maximum).
+std::vector<InductionStep> prove_fold_induction(const InductionQuery& q, const SmtLimits& limits);
 
 }  // namespace fp::verify::smt
