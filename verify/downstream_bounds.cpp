@@ -86,7 +86,60 @@ std::optional<double> rel_of(const Expr& e, const std::map<std::string, Affected
   return std::nullopt;
 }
 
+// The Σ|a·b| nest of the reduction `st` (under `loops`, at top-level position `pos`, storing
+// `out`) in f64, and its node, into `plan`.
+void add_absdot(DownstreamPlan& plan, const Node& out, std::size_t pos, const Stmt& st,
+                const std::vector<Loop>& loops, const Expr& prod) {
+  const std::string absdot = kAbsdotPrefix + st.name;
+  Node nd;
+  nd.name = absdot;
+  nd.dims = out.dims;
+  nd.prec = Prec::F64;
+  nd.is_output = true;
+  plan.absdot_nodes.push_back(nd);
+  ExprP mag = binary(BinOp::Mul, unary(UnOp::Abs, prod.args[0], Prec::F64), unary(UnOp::Abs, prod.args[1], Prec::F64),
+                     Prec::F64);
+  StmtP nest = set(absdot, st.indices, binary(BinOp::Add, get(absdot, st.indices, Prec::F64), mag, Prec::F64));
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) nest = for_loop(it->sym, it->from, it->to, {nest});
+  plan.aux.emplace_back(pos, nest);
+}
+
 }  // namespace
+
+std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::size_t pos, double rel, double abs,
+                                                    std::string* why) {
+  const std::vector<StmtP> S = top_level_statements(src);
+  auto fail = [&](std::string w) -> std::optional<DownstreamPlan> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (pos >= S.size()) return fail("the reduction's statement is out of range");
+  std::vector<Loop> loops;
+  const Stmt* st = peel(S[pos].get(), loops);
+  const Node* out = st->kind == StmtKind::Set ? src.find_node(st->name) : nullptr;
+  if (!out || !st->value || st->value->kind != ExprKind::Binary || st->value->binop() != BinOp::Add)
+    return fail(fmt::format("statement {} is not a loop nest around one reduction O += a·b", pos + 1));
+  const ExprP& v = st->value;
+  auto is_self = [&](const ExprP& e) {
+    return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices;
+  };
+  const int pi = is_self(v->args[0]) ? 1 : is_self(v->args[1]) ? 0 : -1;
+  if (pi < 0 || v->args[static_cast<std::size_t>(pi)]->kind != ExprKind::Binary ||
+      v->args[static_cast<std::size_t>(pi)]->binop() != BinOp::Mul)
+    return fail(fmt::format("statement {} is not a loop nest around one reduction O += a·b", pos + 1));
+  DownstreamPlan plan;
+  add_absdot(plan, *out, pos, *st, loops, *v->args[static_cast<std::size_t>(pi)]);
+  NodeCheck c;
+  c.node = st->name;
+  c.kind = NodeCheck::Kind::Scaled;
+  c.scale_node = kAbsdotPrefix + st->name;
+  c.rel = rel;
+  c.abs = abs;
+  c.prec = out->prec;
+  c.overflow_tolerant = true;
+  plan.checks.push_back(c);
+  return plan;
+}
 
 DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& matched, std::size_t anchor_pos,
                                const std::string& l, double rel_l) {
@@ -174,20 +227,7 @@ DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& match
       continue;
     }
     aff[st->name] = Affected{rho, true, false, "dot"};
-    const std::string absdot = kAbsdotPrefix + st->name;
-    Node nd;
-    nd.name = absdot;
-    nd.dims = out->dims;
-    nd.prec = Prec::F64;
-    nd.is_output = true;
-    plan.absdot_nodes.push_back(nd);
-    ExprP mag = binary(BinOp::Mul, unary(UnOp::Abs, prod->args[0], Prec::F64),
-                       unary(UnOp::Abs, prod->args[1], Prec::F64), Prec::F64);
-    StmtP nest =
-        set(absdot, st->indices, binary(BinOp::Add, get(absdot, st->indices, Prec::F64), mag, Prec::F64));
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it)
-      nest = for_loop(it->sym, it->from, it->to, {nest});
-    plan.aux.emplace_back(pos, nest);
+    add_absdot(plan, *out, pos, *st, loops, *prod);
   }
   std::vector<std::string> order{l};
   for (const auto& [node, a] : aff) {

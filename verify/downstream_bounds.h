@@ -46,6 +46,12 @@ DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& match
 std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Application& app,
                                                   const Obligation& ob, double exp_ulp, std::string* why);
 
+// The check of one reduction O += a·b at top-level position `pos` of `src` against
+// |O_tgt - O_src| <= rel·Σ|a·b| + abs (Scaled, overflow tolerant), with its Σ|a·b| nest; nullopt
+// with `why` when the statement is not such a reduction.
+std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::size_t pos, double rel, double abs,
+                                                    std::string* why);
+
 // `src` with every plan's Σ|a·b| nests inserted and their nodes declared as outputs; the nodes in
 // `watched` are outputs too, and the routine's own outputs stay outputs when `keep_outputs`.
 // Inserting the nests changes no value of `src`'s own nodes.

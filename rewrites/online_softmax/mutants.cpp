@@ -589,6 +589,47 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
         c->to -= 1;
         return c;
       }));
+  // The output alone (refuted through `fold-output`'s search against §7's bound). (A numerator
+  // tile not cleared per row is no mutant: each row has its own cells, zero from the start.)
+  auto numerator = [](const Stmt& st) {
+    return st.kind == StmtKind::Set && st.name.rfind("os_block_numerator_", 0) == 0 && st.value;
+  };
+  add("numerator-not-rescaled", "the numerator tile is not rescaled when the maximum rises",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (!numerator(*s) || s->value->kind != ExprKind::Binary || s->value->binop() != BinOp::Mul) return s;
+        return noop();
+      }));
+  add("output-on-first-block", "O = U / l is written after the first block instead of the last",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::If || !s->value || s->value->kind != ExprKind::Binary ||
+            s->value->binop() != BinOp::Eq || s->value->args[1]->kind != ExprKind::Const)
+          return s;
+        auto c = std::make_shared<Stmt>(*s);
+        c->value = binary(BinOp::Eq, s->value->args[0], constant(0.0, Prec::I32), Prec::I32);
+        return StmtP(c);
+      }));
+  add("numerator-reads-first-value", "the numerator accumulates every key's weight times the block's first value",
+      map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
+        if (s->kind != StmtKind::For || s->body.size() != 1) return s;
+        const bool guarded = s->body[0]->kind == StmtKind::If && s->body[0]->body.size() == 1;
+        const StmtP& acc = guarded ? s->body[0]->body[0] : s->body[0];
+        if (!numerator(*acc) || acc->value->kind != ExprKind::Binary || acc->value->binop() != BinOp::Add) return s;
+        ExprP v = map_expr(acc->value, [&](const ExprP& x) -> ExprP {
+          if (x->kind != ExprKind::Get || x->name == fp.tile || x->name == acc->name) return x;
+          auto g = std::make_shared<Expr>(*x);
+          for (auto& i : g->indices) i = subst(i, s->sym, Index::fixed(0));
+          return g;
+        });
+        StmtP mutated = set(acc->name, acc->indices, v);
+        if (guarded) {
+          auto g = std::make_shared<Stmt>(*s->body[0]);
+          g->body = {mutated};
+          mutated = g;
+        }
+        auto c = std::make_shared<Stmt>(*s);
+        c->body = {mutated};
+        return StmtP(c);
+      }));
   return out;
 }
 

@@ -20,9 +20,9 @@ std::vector<Mutant> normalizer_scan_mutants(const Routine& tgt);
 std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& app);
 
 // Mutants of an online-softmax.block-fold target that change the running maximum (refuted through
-// the fold's exact `fold-max` claim where m is read after the fold: a training step) or the sum
-// (refuted by `fold-sum`'s counterexample search against REL(n)). Mutants of the output alone wait
-// for the fold's certified bound (docs/bounds.md §7): none is declared.
+// the fold's exact `fold-max` claim where m is read after the fold: a training step), the sum
+// (refuted by `fold-sum`'s certified check: not the fold's recurrence, then a counterexample to
+// REL(n, b)) or the output alone (refuted by `fold-output`'s search against docs/bounds.md §7).
 std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& app);
 
 }  // namespace fp::osm

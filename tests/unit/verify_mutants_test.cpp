@@ -137,7 +137,7 @@ TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   }
   EXPECT_TRUE(induction && recurrence) << sum.message;
   EXPECT_EQ(worst_verdict(pair, pair[0].tgt, o).kind, VerdictKind::Unknown);
-  expect_all_refuted(pair, declared_mutants(pair[0]), o, 16);
+  expect_all_refuted(pair, declared_mutants(pair[0]), o, 19);
 }
 
 // The rewrite's own emitter, forced onto a nest it declines (moved-loop-not-in-target): the moved

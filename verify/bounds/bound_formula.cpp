@@ -192,6 +192,10 @@ int model_underflow_lead_log2(Prec p) {
   return std::max(std::ilogb(underflow_error(p)), -200);
 }
 
+double model_underflow(Prec p) {
+  return model_underflow_up(p).to_double_up();
+}
+
 double exp_error(Prec p, double exp_ulp) {
   return up(eps(p, exp_ulp));
 }

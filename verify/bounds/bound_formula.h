@@ -36,6 +36,7 @@ double exp_underflow_error(Prec p);
 // rationals for the induction's queries. The formulas take it for Ω.
 constexpr int kModelUnderflowTailLog2 = -148;
 int model_underflow_lead_log2(Prec p);
+double model_underflow(Prec p);  // 2^lead + 2^tail, rounded up to a double
 
 // The normalizer l = Σ exp(x_t - m) over n keys: composed at the storage precision against the
 // online scan carried at the state precision (rewrites/online_softmax/normalizer_scan.h).
