@@ -120,5 +120,34 @@ TEST(VerifyFoldInduction, FoldBoundHasItsFirstOrderSize) {
   EXPECT_LT(f.b_tgt, 3.2e-6);
 }
 
+std::vector<smt::InductionStep> run_output(Prec storage, smt::InductionMutant m) {
+  smt::InductionQuery q = induction_query(storage, state_prec(storage), 0.52);
+  q.mutant = m;
+  smt::SmtLimits lim;
+  lim.timeout_s = 30;
+  std::vector<smt::InductionStep> steps = smt::prove_fold_output_induction(q, lim);
+  std::printf("[ fold output induction ] %s/%s mutant %s:\n", prec_name(storage), prec_name(state_prec(storage)),
+              smt::induction_mutant_name(m));
+  for (const auto& s : steps)
+    std::printf("    %-30s %-7s %.3f s\n", s.name.c_str(), smt::smt_status_name(s.outcome.status), s.outcome.seconds);
+  return steps;
+}
+
+TEST(VerifyFoldInduction, OutputProvedAtEveryPrecision) {
+  for (Prec p : {Prec::F32, Prec::F64, Prec::F16, Prec::BF16}) {
+    SCOPED_TRACE(prec_name(p));
+    const auto steps = run_output(p, smt::InductionMutant::None);
+    // Two per-key lemmas, the rescale, the addition (product, three sign cases), the closing (numerator,
+    // quotient, roundings), the composed key and two dot steps, the pair.
+    EXPECT_EQ(steps.size(), 14u);
+    for (const auto& s : steps) EXPECT_EQ(s.outcome.status, smt::SmtStatus::Unsat) << s.name << ": " << s.outcome.reason;
+  }
+}
+
+TEST(VerifyFoldInduction, OutputFailsOneRoundingShort) {
+  const auto steps = run_output(Prec::F32, smt::InductionMutant::DropRounding);
+  EXPECT_EQ(status_of(steps, "o.add.step-nonneg-u"), smt::SmtStatus::Sat);
+}
+
 }  // namespace
 }  // namespace fp::verify

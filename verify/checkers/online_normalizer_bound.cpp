@@ -4,7 +4,8 @@
 // (Z3 over the reals) and certified at the obligation's (storage, state, n) by per-pattern reals
 // queries for small n and MPFR rows, and the interpreter differential checks the normalizer and
 // everything downstream within their propagated bounds
-// (verify/normalizer_check.h, verify/downstream_bounds.h).
+// (verify/normalizer_check.h, verify/downstream_bounds.h). `certified-bound.block-fold-sum` is the
+// same check for the block fold's l (docs/bounds.md §7: its recurrence in blocks, its induction).
 
 #include <fmt/format.h>
 
@@ -84,32 +85,32 @@ double stand_in(const Obligation& ob, double exp_ulp) {
   return std::max(nb.rel, dot_perturbation(rp, b.terms, b.storage));
 }
 
-}  // namespace
-
-// The block fold's l (claim `fold-sum`): the same certified check with the fold's recurrence, its
-// induction for every (n, b) and its MPFR rows (docs/bounds.md §7).
-Checker block_fold_sum_bound_checker() {
+// A checker of this file: the certified check, its plan and its stand-in.
+Checker certified_checker(std::string id, std::string description) {
   Checker c;
-  c.id = "certified-bound.block-fold-sum";
-  c.description =
-      "the block fold's l within the certified bound REL(n, b) of the composed sum: its recurrence at the routine's "
-      "sizes, the fold's induction for every n and b, MPFR rows through the fold";
+  c.id = std::move(id);
+  c.description = std::move(description);
   c.discharge = certify;
   c.plan = plan_for_obligation;
   c.stand_in_tolerance = stand_in;
   return c;
 }
 
+}  // namespace
+
+// The block fold's l (claim `fold-sum`): the same certified check with the fold's recurrence, its
+// induction for every (n, b) and its MPFR rows (docs/bounds.md §7).
+Checker block_fold_sum_bound_checker() {
+  return certified_checker(
+      "certified-bound.block-fold-sum",
+      "the block fold's l within the certified bound REL(n, b) of the composed sum: its recurrence at the routine's "
+      "sizes, the fold's induction for every n and b, MPFR rows through the fold");
+}
+
 Checker online_normalizer_bound_checker() {
-  Checker c;
-  c.id = "certified-bound.online-normalizer";
-  c.description =
-      "an online (max, rescaled sum) recurrence within the certified bound of the composed sum, and its "
-      "downstream nodes within their propagated bounds";
-  c.discharge = certify;
-  c.plan = plan_for_obligation;
-  c.stand_in_tolerance = stand_in;
-  return c;
+  return certified_checker("certified-bound.online-normalizer",
+                           "an online (max, rescaled sum) recurrence within the certified bound of the composed sum, "
+                           "and its downstream nodes within their propagated bounds");
 }
 
 }  // namespace fp::verify

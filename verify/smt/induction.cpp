@@ -230,20 +230,12 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
             bits),
         [&](Query& Q) {
           z3::expr u = Q.pow2(bits);
-          z3::expr e = Q.var("e_const");
-          Q.assume(Q.c().real_val("271828182/100000000") <= e && e <= Q.c().real_val("271828183/100000000"));
-          z3::expr alpha = u / (Q.c().real_val("271828182/100000000") * (1 - u));
+          z3::expr alpha = alpha_of(Q, u);
           z3::expr Vp = Q.var("Vp"), Vm = Q.var("Vm"), S = Q.var("S"), J = Q.var("J");
           Q.assume(J >= 0 && Vp <= S + J * alpha && Vm >= S - J * alpha);
-          z3::expr d = Q.var("d"), W = Q.var("W"), gp = Q.var("gp"), gm = Q.var("gm"), E = Q.var("E");
-          // W = exp(-d), gp = exp(-(1 - u)d), gm = exp(-(1 + u)d), E = exp(-u·d): W = gp·E, gm = W·E.
-          z3::expr finite = d >= 0 && W > 0 && gp > 0 && gm > 0 && E > 0 && E <= 1 && W == gp * E &&
-                            gm == W * E && E >= 1 - u * d && e * ((1 - u) * d) * gp <= 1 && e * d * W <= 1 &&
-                            z3::implies(d == 0, E == 1 && W == 1);
-          z3::expr at_minus_inf = W == 0 && gp == 0 && gm == 0;
-          Q.assume(finite || at_minus_inf);
-          z3::expr J1 = z3::ite(finite && d > 0, J + 1, J);
-          return Vp + gp <= S + W + J1 * alpha && Vm + gm >= S + W - J1 * alpha;
+          const KeyExps k = key_exps(Q, u);
+          z3::expr J1 = z3::ite(k.finite && k.d > 0, J + 1, J);
+          return Vp + k.gp <= S + k.W + J1 * alpha && Vm + k.gm >= S + k.W - J1 * alpha;
         });
   }
 

@@ -116,6 +116,25 @@ inline z3::expr composed_lower(const z3::expr& S, const z3::expr& G, const z3::e
 inline z3::expr e_low(Query& Q) { return Q.c().real_val("271828182/100000000"); }
 inline z3::expr alpha_of(Query& Q, const z3::expr& u) { return u / (e_low(Q) * (1 - u)); }
 
+// One key's exponentials for the argument-rounding lemma (docs/bounds.md §2), as positive reals
+// related only by what exp satisfies: W = exp(-d), gp = exp(-(1 - u)d), gm = exp(-(1 + u)d),
+// E = exp(-u·d) with W = gp·E, gm = W·E, 1 - u·d <= E, and e·y·exp(-y) <= 1 (e in [2.71828182,
+// 2.71828183]); or all 0 for a key at -inf. `finite` tells which.
+struct KeyExps {
+  z3::expr d, W, gp, gm, finite;
+};
+inline KeyExps key_exps(Query& Q, const z3::expr& u) {
+  z3::expr e = Q.var("e_const");
+  Q.assume(e_low(Q) <= e && e <= Q.c().real_val("271828183/100000000"));
+  z3::expr d = Q.var("d"), W = Q.var("W"), gp = Q.var("gp"), gm = Q.var("gm"), E = Q.var("E");
+  z3::expr finite = d >= 0 && W > 0 && gp > 0 && gm > 0 && E > 0 && E <= 1 && W == gp * E && gm == W * E &&
+                    E >= 1 - u * d && e * ((1 - u) * d) * gp <= 1 && e * d * W <= 1 &&
+                    z3::implies(d == 0, E == 1 && W == 1);
+  z3::expr at_minus_inf = W == 0 && gp == 0 && gm == 0;
+  Q.assume(finite || at_minus_inf);
+  return KeyExps{d, W, gp, gm, finite};
+}
+
 // Runs named queries into a list of steps: each in a fresh context, the statement and the
 // parameters in the dumped file's comment.
 class QueryRunner {

@@ -181,4 +181,11 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
 // raised maximum).
 std::vector<InductionStep> prove_fold_induction(const InductionQuery& q, const SmtLimits& limits);
 
+// The block fold's output bound for every block count and block size
+// (verify/smt/fold_output_induction.cpp, docs/bounds.md §7 "O"): the per-key lemma, the
+// numerator's invariant through a rescale and an addition, its closing through O = U / L, the
+// composed probabilities and value pass, and the pair's closing. Mutant: DropRounding (φ not
+// grown by an addition's rounding).
+std::vector<InductionStep> prove_fold_output_induction(const InductionQuery& q, const SmtLimits& limits);
+
 }  // namespace fp::verify::smt
