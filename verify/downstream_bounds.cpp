@@ -87,9 +87,11 @@ std::optional<double> rel_of(const Expr& e, const std::map<std::string, Affected
 }
 
 // The Σ|a·b| nest of the reduction `st` (under `loops`, at top-level position `pos`, storing
-// `out`) in f64, and its node, into `plan`.
+// `out`) in f64, and its node, into `plan`; with `weight` naming one factor's node, that factor
+// counts as |w| + kappa (Σ (|w| + kappa)·|b|).
 void add_absdot(DownstreamPlan& plan, const Node& out, std::size_t pos, const Stmt& st,
-                const std::vector<Loop>& loops, const Expr& prod) {
+                const std::vector<Loop>& loops, const Expr& prod, const std::string& weight = "",
+                double kappa = 0) {
   const std::string absdot = kAbsdotPrefix + st.name;
   Node nd;
   nd.name = absdot;
@@ -97,8 +99,13 @@ void add_absdot(DownstreamPlan& plan, const Node& out, std::size_t pos, const St
   nd.prec = Prec::F64;
   nd.is_output = true;
   plan.absdot_nodes.push_back(nd);
-  ExprP mag = binary(BinOp::Mul, unary(UnOp::Abs, prod.args[0], Prec::F64), unary(UnOp::Abs, prod.args[1], Prec::F64),
-                     Prec::F64);
+  auto factor = [&](const ExprP& x) {
+    ExprP m = unary(UnOp::Abs, x, Prec::F64);
+    if (!weight.empty() && x->kind == ExprKind::Get && x->name == weight)
+      m = binary(BinOp::Add, m, constant(kappa, Prec::F64), Prec::F64);
+    return m;
+  };
+  ExprP mag = binary(BinOp::Mul, factor(prod.args[0]), factor(prod.args[1]), Prec::F64);
   StmtP nest = set(absdot, st.indices, binary(BinOp::Add, get(absdot, st.indices, Prec::F64), mag, Prec::F64));
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) nest = for_loop(it->sym, it->from, it->to, {nest});
   plan.aux.emplace_back(pos, nest);
@@ -107,7 +114,7 @@ void add_absdot(DownstreamPlan& plan, const Node& out, std::size_t pos, const St
 }  // namespace
 
 std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::size_t pos, double rel, double abs,
-                                                    std::string* why) {
+                                                    std::string* why, const std::string& weight, double kappa) {
   const std::vector<StmtP> S = top_level_statements(src);
   auto fail = [&](std::string w) -> std::optional<DownstreamPlan> {
     if (why) *why = std::move(w);
@@ -128,7 +135,13 @@ std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::siz
       v->args[static_cast<std::size_t>(pi)]->binop() != BinOp::Mul)
     return fail(fmt::format("statement {} is not a loop nest around one reduction O += a·b", pos + 1));
   DownstreamPlan plan;
-  add_absdot(plan, *out, pos, *st, loops, *v->args[static_cast<std::size_t>(pi)]);
+  const Expr& prod = *v->args[static_cast<std::size_t>(pi)];
+  if (!weight.empty()) {
+    bool found = false;
+    for (const auto& f : prod.args) found = found || (f->kind == ExprKind::Get && f->name == weight);
+    if (!found) return fail(fmt::format("the reduction at statement {} reads no factor {}", pos + 1, weight));
+  }
+  add_absdot(plan, *out, pos, *st, loops, prod, weight, kappa);
   NodeCheck c;
   c.node = st->name;
   c.kind = NodeCheck::Kind::Scaled;

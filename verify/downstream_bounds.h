@@ -47,10 +47,12 @@ std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Appl
                                                   const Obligation& ob, double exp_ulp, std::string* why);
 
 // The check of one reduction O += a·b at top-level position `pos` of `src` against
-// |O_tgt - O_src| <= rel·Σ|a·b| + abs (Scaled, overflow tolerant), with its Σ|a·b| nest; nullopt
-// with `why` when the statement is not such a reduction.
+// |O_tgt - O_src| <= rel·Σ|a·b| + abs (Scaled, overflow tolerant), with its Σ|a·b| nest; with
+// `weight` naming the node of one factor, against rel·Σ(|w| + kappa)·|b| + abs. nullopt with `why`
+// when the statement is not such a reduction (or reads no factor `weight`).
 std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::size_t pos, double rel, double abs,
-                                                    std::string* why);
+                                                    std::string* why, const std::string& weight = "",
+                                                    double kappa = 0);
 
 // `src` with every plan's Σ|a·b| nests inserted and their nodes declared as outputs; the nodes in
 // `watched` are outputs too, and the routine's own outputs stay outputs when `keep_outputs`.

@@ -186,8 +186,9 @@ Member online_softmax_member() {
                            "the fold's rescaled sum is the composed sum within the fold's certified bound REL(n, b) "
                            "(docs/bounds.md §7: the fold's induction for every n and b)"},
                  ClaimSpec{"fold-output", ObligationKind::Bounded, "search.block-fold-output",
-                           "the fold's output is the composed (p / l)*v within the fold's bound (docs/bounds.md §7 "
-                           "derives it on paper: a counterexample search, refuted or unknown, never bounded yet)"}},
+                           "the fold's output is the composed (p / l)*v within the fold's bound (docs/bounds.md §7, "
+                           "proved for every n and b; the target not tied to it yet: a counterexample search, "
+                           "refuted or unknown, never bounded yet)"}},
                 osm::block_fold_mutants},
   };
   m.apply = rewrite_online_softmax;

@@ -144,6 +144,27 @@ TEST(VerifyFoldInduction, OutputProvedAtEveryPrecision) {
   }
 }
 
+// The output bound evaluated by the proved recurrences: defined at the product's precisions, its
+// relative part of the size docs/bounds.md §7 gives to first order (f32, n = 64, b = 16: the
+// numerator's φ ≈ K(ε + u) + n·u plus B_fold and the composed side ≈ (2n + ...)u, a few 1e-5), the
+// Σ|v| part a small multiple of α(u), and growing with n.
+TEST(VerifyFoldInduction, OutputBoundHasItsFirstOrderSize) {
+  const FoldOutputBound f = fold_output_bound(Prec::F32, Prec::F32, 64, 16, 0.52);
+  ASSERT_TRUE(f.defined) << f.undefined_reason;
+  EXPECT_GT(f.rel_z, 5e-6);
+  EXPECT_LT(f.rel_z, 5e-5);
+  EXPECT_GT(f.rel_v, 1e-8);
+  EXPECT_LT(f.rel_v, 1e-6);
+  EXPECT_GE(f.kappa * f.rel_z, f.rel_v);
+  EXPECT_LT(f.abs, 1e-40);
+  const FoldOutputBound g = fold_output_bound(Prec::F32, Prec::F32, 4096, 64, 0.52);
+  ASSERT_TRUE(g.defined);
+  EXPECT_GT(g.rel_z, 10 * f.rel_z);
+  for (Prec p : {Prec::F64, Prec::F16, Prec::BF16})
+    EXPECT_TRUE(fold_output_bound(p, state_prec(p), 9, 3, 0.52).defined) << prec_name(p);
+  EXPECT_FALSE(fold_output_bound(Prec::BF16, Prec::F32, 4096, 64, 0.52).defined);
+}
+
 TEST(VerifyFoldInduction, OutputFailsOneRoundingShort) {
   const auto steps = run_output(Prec::F32, smt::InductionMutant::DropRounding);
   EXPECT_EQ(status_of(steps, "o.add.step-nonneg-u"), smt::SmtStatus::Sat);

@@ -269,6 +269,62 @@ NormalizerBound fold_bound(Prec storage, Prec state, std::int64_t n, std::int64_
   return r;
 }
 
+FoldOutputBound fold_output_bound(Prec storage, Prec state, std::int64_t n, std::int64_t b, double exp_ulp) {
+  FoldOutputBound r;
+  const NormalizerBound nb = fold_bound(storage, state, n, b, exp_ulp);
+  const LD us_ld = unit_roundoff(storage);
+  if (!nb.defined || nb.b_tgt >= 1 || static_cast<LD>(n) * us_ld >= 1) {
+    r.undefined_reason = nb.defined ? "B_fold >= 1 or n·u_storage >= 1" : nb.undefined_reason;
+    return r;
+  }
+  const bool store = storage != state;
+  const Up one(1), u(unit_roundoff(state)), eps(exp_error(state, exp_ulp)), om = model_underflow_up(state);
+  const Up us(us_ld), es(exp_error(storage, exp_ulp)), oms = model_underflow_up(storage);
+  const Up rho(store ? us_ld : 0), om_store = store ? model_underflow_up(storage) : Up(0);
+  // The numerator's invariant through K blocks: a rescale, then b additions each.
+  Up onephi = (one + u) * (one + eps), a(0), c(0);
+  const Up k_rescale = (one + u) * (one + eps) + (one + u) * om;
+  const Up add_a = (one + u) * (one + u) * om;
+  const std::int64_t blocks = (n + b - 1) / b;
+  for (std::int64_t k = 0; k < blocks; ++k) {
+    Up a1 = a * k_rescale + (one + u) * om * onephi, c1 = c * k_rescale + om, p1 = onephi * (one + u) * (one + eps);
+    for (std::int64_t j = 0; j < b; ++j) {
+      Up a2 = a1 * (one + u) + add_a, c2 = (c1 + om) * (one + u), p2 = p1 * (one + u);
+      mpfr_swap(a1.raw(), a2.raw());
+      mpfr_swap(c1.raw(), c2.raw());
+      mpfr_swap(p1.raw(), p2.raw());
+    }
+    mpfr_swap(a.raw(), a1.raw());
+    mpfr_swap(c.raw(), c1.raw());
+    mpfr_swap(onephi.raw(), p1.raw());
+  }
+  const Up phi = onephi.minus_one();
+  const Up bf(nb.b_tgt), bs(nb.b_src);
+  const Up alpha = u / Up(e_lower()) / u.one_minus_down(), alpha_s = us / Up(e_lower()) / us.one_minus_down();
+  const Up f = (one + u) * (one + rho);
+  // The fold's side (o.closing.*), the composed side (src.o.key, src.o.dot-*), the pair (o.pair).
+  const Up cA = (phi + bf) / bf.one_minus_down() * f + u * (one + rho) + rho;
+  const Up cV = (phi * alpha + a + alpha) / bf.one_minus_down() * f;
+  const Up cabs = c / bf.one_minus_down() * f + om * (one + rho) + om_store;
+  const Up cAs = (es + bs) / bs.one_minus_down() * (one + us) + us;
+  const Up cVs = ((one + es) * alpha_s + oms) * (one + us) / bs.one_minus_down() + oms;
+  if (!cAs.below_one()) {
+    r.undefined_reason = "the composed probabilities' relative bound is >= 1";
+    return r;
+  }
+  const Up nn(static_cast<LD>(n));
+  const Up G = (nn * us) / (nn * us).one_minus_down();
+  const Up dabs = nn * (one + G) * oms;
+  const Up rel_z = (cA + cAs) / cAs.one_minus_down() + G;
+  const Up rel_v = (cA + cAs) * cVs / cAs.one_minus_down() + cV + cVs;
+  r.defined = true;
+  r.rel_z = rel_z.to_double_up();
+  r.rel_v = rel_v.to_double_up();
+  r.abs = (cabs + dabs).to_double_up();
+  r.kappa = (rel_v / rel_z).to_double_up();
+  return r;
+}
+
 std::string fold_formula_text() {
   return "|l_fold - l_src| <= REL·|l_src|, REL = (B_src + B_fold)/(1 - B_src); B_src as the scan's; "
          "B_fold = (1 + ρ)·[P_K(1 + (n-1)·α(u_t)) + A_K] - 1 over K = ceil(n/b) blocks of b cells, "

@@ -65,6 +65,18 @@ NormalizerBound normalizer_bound(Prec storage, Prec state, std::int64_t n, doubl
 NormalizerBound fold_bound(Prec storage, Prec state, std::int64_t n, std::int64_t b, double exp_ulp);
 std::string fold_formula_text();
 
+// The block fold's output O against the composed (p / l)·v, per output cell (docs/bounds.md §7 "O",
+// the invariant verify/smt/fold_output_induction.cpp proves): |O_fold - O_src| <= rel_z·Z +
+// rel_v·V + abs with Z = Σ_j |P̂_j·v_j| (the source's probabilities) and V = Σ_j |v_j|; in one
+// magnitude, rel_z·Σ_j (|P̂_j| + kappa)·|v_j| + abs with kappa = rel_v / rel_z. The numerator at
+// the state precision, O stored at the storage precision. MPFR, every step rounded up.
+struct FoldOutputBound {
+  bool defined = false;
+  std::string undefined_reason;
+  double rel_z = 0, rel_v = 0, abs = 0, kappa = 0;
+};
+FoldOutputBound fold_output_bound(Prec storage, Prec state, std::int64_t n, std::int64_t b, double exp_ulp);
+
 // The symbolic formula (one paragraph) and the instantiated values.
 std::string normalizer_formula_text();
 std::string normalizer_instantiated_text(const NormalizerBound& b);

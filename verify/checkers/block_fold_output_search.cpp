@@ -1,9 +1,10 @@
 // `search.block-fold-output`: the block fold's O (claim `fold-output`) against the composed
-// (p / l)·v — a counterexample search only. docs/bounds.md §7 derives, on paper, a bound on
-// |O_fold - O_src| relative to Σ_j |P̂_j·v_j| (the magnitude the value pass's checks already use);
-// that derivation is not machine-checked, so this checker never says `bounded`: a cell outside
-// twice the derived bound (a margin against slips in the paper argument: a correct fold must not
-// be refuted) on some input is `refuted` with the case, none found is `unknown`.
+// (p / l)·v — a counterexample search against the bound docs/bounds.md §7 derives and
+// verify/smt/fold_output_induction.cpp proves for every (n, b) (fold_output_bound):
+// |O_fold - O_src| <= rel_z·Σ_j (|P̂_j| + kappa)·|v_j| + abs. The target is not yet tied to the
+// fold's recurrence (no term identity for O) and no MPFR rows confirm it, so this checker never
+// says `bounded`: a cell outside the bound is `refuted` with the case (no correct fold is outside
+// it), none found is `unknown`.
 
 #include <fmt/format.h>
 
@@ -19,36 +20,6 @@ namespace fp::verify {
 
 namespace {
 
-using LD = long double;
-
-// -ln of p's smallest subnormal: a key further below the maximum has a subnormal weight on both
-// sides (docs/bounds.md §7, D_t).
-LD subnormal_depth(Prec p) {
-  const int e = p == Prec::F64 ? 1074 : p == Prec::F16 ? 24 : 149;
-  return static_cast<LD>(e) * std::log(2.0L);
-}
-
-// Twice §7's pair bound on |O_fold - O_src| / Σ|P̂·v|, plus the final store's rounding; infinity
-// when the normalizer bounds are undefined.
-double output_search_rel(const BoundTerms& bt, double exp_ulp) {
-  const NormalizerBound nb = fold_bound(bt.storage, bt.state, bt.terms, bt.block, exp_ulp);
-  if (!nb.defined) return INFINITY;
-  const LD ut = unit_roundoff(bt.state), us = unit_roundoff(bt.storage);
-  const LD et = exp_error(bt.state, exp_ulp), es = exp_error(bt.storage, exp_ulp);
-  const LD n = static_cast<LD>(bt.terms), b = static_cast<LD>(bt.block);
-  const LD K = std::ceil(n / b);
-  const LD psi = std::pow(1 + et, K) * std::pow(1 + ut, K * (b + 1)) - 1;
-  const LD lam_t = std::expm1(ut * subnormal_depth(bt.state)), lam_s = std::expm1(us * subnormal_depth(bt.storage));
-  const LD bt_ = nb.b_tgt, bs = nb.b_src;
-  if (bt_ >= 1 || bs >= 1 || n * us >= 1) return INFINITY;
-  const LD coef_fold = (((1 + lam_t) * (1 + psi) - 1) * (1 + ut) + ut + bt_) / (1 - bt_);
-  const LD pi_s = (1 + lam_s) * (1 + es) * (1 + us) / (1 - bs) - 1;
-  const LD gamma_n = n * us / (1 - n * us);
-  const LD coef_src = pi_s + gamma_n * (1 + pi_s);
-  if (pi_s >= 1) return INFINITY;
-  return static_cast<double>(2 * ((coef_fold + coef_src) / (1 - pi_s) + 2 * us));
-}
-
 void search_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   const Obligation& ob = t.obligation;
   auto unknown = [&](std::string why) {
@@ -61,15 +32,19 @@ void search_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   const BoundTerms& bt = *ob.bound;
   const std::string out = ob.covers[0].node;
   const Node* node = t.src.find_node(out);
-  const double rel = output_search_rel(bt, o.limits.exp_ulp);
-  if (!node || !t.tgt.find_node(out) || !std::isfinite(rel))
-    return unknown(!std::isfinite(rel) ? "no bound of the fold's output at these terms (docs/bounds.md §7)"
-                                       : "no node " + out + " on both sides");
-  // Subnormal results: a few absolute ω per contribution on each side.
-  const double abs = 8 * static_cast<double>(bt.terms + 2) * model_underflow(node->prec);
+  std::string p;
+  for (const auto& [role, name] : t.app.matched)
+    if (role == "p") p = name;
+  const FoldOutputBound fb = fold_output_bound(bt.storage, bt.state, bt.terms, bt.block, o.limits.exp_ulp);
+  if (!node || !t.tgt.find_node(out) || p.empty() || !fb.defined)
+    return unknown(!fb.defined ? "no bound of the fold's output at these terms: " + fb.undefined_reason
+                               : "no node " + out + " on both sides, or no probabilities matched");
+  if (node->prec != bt.storage)
+    return unknown(fmt::format("{} is stored at {}, not at the scores' precision {}: the bound assumes it is",
+                               out, prec_name(node->prec), prec_name(bt.storage)));
   std::string why;
-  const auto plan =
-      scaled_reduction_plan(t.src, static_cast<std::size_t>(t.app.statements[0] - 1), rel, abs, &why);
+  const auto plan = scaled_reduction_plan(t.src, static_cast<std::size_t>(t.app.statements[0] - 1), fb.rel_z, fb.abs,
+                                          &why, p, fb.kappa);
   if (!plan || plan->checks[0].node != out) return unknown("the source's value pass: " + why);
   const std::vector<std::string> watched = {out};
   const std::vector<std::string> kept = {out, plan->checks[0].scale_node};
@@ -77,9 +52,9 @@ void search_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   const Routine tgt_run = through_last_writer(with_outputs(t.tgt, watched, false), watched);
   PairRunner runner(src_run, tgt_run, plan->checks);
   v.steps.push_back(fmt::format(
-      "bound searched against: |{0}_fold - {0}_src| <= {1:.3g}·Σ|p·v| + {2:.3g} (twice docs/bounds.md §7's paper "
-      "bound at n = {3}, b = {4}; not machine-checked)",
-      out, rel, abs, bt.terms, bt.block));
+      "bound searched against: |{0}_fold - {0}_src| <= {1:.3g}·Σ(|{5}| + {2:.3g})·|v| + {3:.3g} at n = {4}, b = "
+      "{6} (docs/bounds.md §7; the formula proved for every n and b by the fold's output induction)",
+      out, fb.rel_z, fb.kappa, fb.abs, bt.terms, p, bt.block));
   const int trials = scaled_search_trials(runner, o.limits.search_trials);
   if (auto found = search_counterexample(runner, trials, o.limits.seed)) {
     v.kind = VerdictKind::Refuted;
@@ -91,9 +66,9 @@ void search_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   v.kind = VerdictKind::Unknown;
   v.reason = UnknownReason::Approximation;
   v.message = fmt::format(
-      "no certified bound for the fold's {} yet (docs/bounds.md §7 derives one on paper; no induction proves it); no "
-      "counterexample to twice that bound ({:.3g}·Σ|p·v|) in {} trials",
-      out, rel, trials);
+      "the fold's {} is not certified yet: its bound is proved for every n and b (docs/bounds.md §7), but the target "
+      "is not tied to the fold's recurrence and no MPFR rows confirm it; no counterexample in {} trials",
+      out, trials);
 }
 
 }  // namespace
@@ -102,8 +77,8 @@ Checker block_fold_output_search_checker() {
   Checker c;
   c.id = "search.block-fold-output";
   c.description =
-      "the block fold's O against the composed (p / l)·v: refuted when a counterexample exceeds twice the paper "
-      "bound of docs/bounds.md §7, else unknown (never bounded)";
+      "the block fold's O against the composed (p / l)·v: refuted when a counterexample exceeds the bound proved "
+      "for every n and b (docs/bounds.md §7), else unknown (never bounded: the recurrence is not tied yet)";
   c.discharge = search_fold_output;
   return c;
 }
