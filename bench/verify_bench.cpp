@@ -197,7 +197,8 @@ void BM_FoldTightness(benchmark::State& state) {
   }
   state.SetLabel(fmt::format("{} B={}", prec_name(p), block));
   state.counters["rows"] = r.rows;
-  state.counters["violations"] = r.violations + r.nan_mismatches + r.max_mismatches;
+  state.counters["violations"] = r.violations + r.nan_mismatches + r.max_mismatches + r.output_violations;
+  state.counters["O_tightness"] = r.worst_output;
   state.counters["tightness"] = r.worst_pair;
   state.counters["src_of_Bsrc"] = r.worst_src;
   state.counters["tgt_of_Btgt"] = r.worst_tgt;

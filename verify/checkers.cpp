@@ -23,7 +23,7 @@ std::vector<Checker> product_checkers() {
       normalizer_max_lift_checker(),
       online_normalizer_bound_checker(),
       block_fold_sum_bound_checker(),
-      block_fold_output_search_checker(),
+      block_fold_output_bound_checker(),
   };
 }
 

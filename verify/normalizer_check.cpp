@@ -127,7 +127,7 @@ nlohmann::json cert_json(const Certificate& c) {
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& p : c.parts)
     parts.push_back({{"name", p.name}, {"status", p.status}, {"detail", p.detail}});
-  return {{"parts", parts}, {"tightness", c.tightness}, {"mpfr_ok", c.mpfr_ok}};
+  return {{"parts", parts}, {"tightness", c.tightness}, {"output_tightness", c.output_tightness}, {"mpfr_ok", c.mpfr_ok}};
 }
 
 Certificate cert_of(const nlohmann::json& j) {
@@ -135,17 +135,20 @@ Certificate cert_of(const nlohmann::json& j) {
   for (const auto& p : j.at("parts"))
     c.parts.push_back(CertificatePart{p.at("name"), p.at("status"), p.at("detail")});
   c.tightness = j.at("tightness");
+  c.output_tightness = j.value("output_tightness", 0.0);
   c.mpfr_ok = j.at("mpfr_ok");
   return c;
 }
 
-// The fold's induction (docs/bounds.md §7): its own queries and, of the scan's, those about the
-// composed side, the summed lemma, the final store and REL's closing (not the scan's steps).
+// The fold's induction (docs/bounds.md §7): its own queries for l and for O and, of the scan's,
+// those about the composed side, the summed lemma, the final store and REL's closing (not the
+// scan's steps).
 std::vector<smt::InductionStep> fold_induction_steps(const smt::InductionQuery& q, const smt::SmtLimits& lim) {
   std::vector<smt::InductionStep> steps;
   for (auto& st : smt::prove_normalizer_induction(q, lim))
     if (st.name.rfind("tgt.", 0) != 0 || st.name == "tgt.store") steps.push_back(std::move(st));
   for (auto& st : smt::prove_fold_induction(q, lim)) steps.push_back(std::move(st));
+  for (auto& st : smt::prove_fold_output_induction(q, lim)) steps.push_back(std::move(st));
   return steps;
 }
 
@@ -299,6 +302,20 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
             r.first_violation.empty() ? "" : " (first: " + r.first_violation + ")", fraction(r.worst_src),
             fraction(r.worst_tgt), fmt::join(fams, "; "))});
     cert.tightness = r.worst_pair;
+    if (block > 0) {
+      // The fold's output on the same rows (one signed value column per key count).
+      const bool out_ok = r.output_violations == 0 && r.output_rows > 0;
+      cert.mpfr_ok = cert.mpfr_ok && out_ok;
+      cert.output_tightness = r.worst_output;
+      cert.parts.push_back(CertificatePart{
+          "(b) mpfr output", out_ok ? "confirmed" : "failed",
+          fmt::format("O through the fold on {} finite rows (signed values, magnitudes 2^-20 .. 2^20, 2^±10 at f16): {} outside "
+                      "|O_fold - O_src| <= rel_z·Σ(|p̂| + κ)|v| + abs{}; worst {} of the bound on {}",
+                      r.output_rows, r.output_violations,
+                      r.first_output_violation.empty() ? "" : " (first: " + r.first_output_violation + ")",
+                      fraction(r.worst_output),
+                      r.worst_output_row)});
+    }
     cert.parts.push_back(CertificatePart{"(c) tightness", "measured",
                                          fmt::format("worst |l_tgt - l_src| / (REL·|l_src|) = {} on {}",
                                                      fraction(r.worst_pair), r.worst_row)});
@@ -328,12 +345,19 @@ struct RecurrenceCheck {
   std::string detail;       // the proof's sentence, or why it failed
 };
 
-// The fold's l per row (rewrites/online_softmax/block_fold.h, emitted form) over the row's score
-// terms X at the state precision q, in blocks of b (a tail padded with -inf cells), stored at p.
-TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q) {
+// The fold's row (rewrites/online_softmax/block_fold.h, emitted form) over the row's score terms
+// X at the state precision q, in blocks of b (a tail padded with -inf cells): per block the
+// rescale and the cells' exponentials, and the last block's norm; l stored at p.
+struct FoldRowTerms {
+  std::vector<TermP> alpha;               // per block
+  std::vector<std::vector<TermP>> exps;   // per block, b cells
+  TermP norm = nullptr, stored = nullptr;
+};
+FoldRowTerms fold_row_terms(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q) {
   const auto n = static_cast<std::int64_t>(X.size());
   TermP LOW = store.constant(osm::lowest_finite(q), q), NEG = store.constant(-INFINITY, q);
-  TermP mp = NEG, lp = store.constant(0.0, q), stored = nullptr;
+  TermP mp = NEG, lp = store.constant(0.0, q);
+  FoldRowTerms out;
   for (std::int64_t k0 = 0; k0 < n; k0 += b) {
     std::vector<TermP> T;
     for (std::int64_t j = 0; j < b; ++j) T.push_back(k0 + j < n ? store.convert(X[static_cast<std::size_t>(k0 + j)], q) : NEG);
@@ -342,13 +366,24 @@ TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_
     TermP fl = store.binary(BinOp::Max, mn, LOW, q);
     TermP alpha = store.unary(UnOp::Exp, store.binary(BinOp::Sub, store.binary(BinOp::Max, mp, LOW, q), fl, q), q);
     TermP rs = store.constant(0.0, q);
-    for (TermP t : T) rs = store.binary(BinOp::Add, rs, store.unary(UnOp::Exp, store.binary(BinOp::Sub, t, fl, q), q), q);
+    std::vector<TermP> E;
+    for (TermP t : T) {
+      E.push_back(store.unary(UnOp::Exp, store.binary(BinOp::Sub, t, fl, q), q));
+      rs = store.binary(BinOp::Add, rs, E.back(), q);
+    }
     TermP ln = store.binary(BinOp::Add, store.binary(BinOp::Mul, lp, alpha, q), rs, q);
-    stored = store.convert(store.ternary(TernOp::Where, store.binary(BinOp::Eq, mn, NEG, q), store.constant(NAN, q), ln, q), p);
+    out.norm = store.ternary(TernOp::Where, store.binary(BinOp::Eq, mn, NEG, q), store.constant(NAN, q), ln, q);
+    out.stored = store.convert(out.norm, p);
+    out.alpha.push_back(alpha);
+    out.exps.push_back(std::move(E));
     mp = mn;
     lp = ln;
   }
-  return stored;
+  return out;
+}
+
+TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q) {
+  return fold_row_terms(store, X, b, p, q).stored;
 }
 
 RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std::size_t anchor_pos,
@@ -703,6 +738,157 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
       fraction(cert->tightness),
       reals_status.empty() ? "" : ", reals certificate " + reals_status);
   return res;
+}
+
+}  // namespace fp::verify
+
+namespace fp::verify {
+
+OutputIdentity fold_output_identity(const Routine& src, const Routine& tgt, const Application& app,
+                                    const BoundTerms& bt, const std::string& o, const std::string& p,
+                                    const Limits& limits) {
+  ScopedPhase phase("symbolic execution");
+  OutputIdentity out;
+  const std::vector<StmtP> S = top_level_statements(src);
+  try {
+    std::optional<Anchor> an;
+    std::size_t anchor_pos = S.size();
+    for (int st : app.statements) {
+      std::string why;
+      const auto pos = static_cast<std::size_t>(st - 1);
+      if (pos < S.size() && (an = parse_anchor(*S[pos], why))) {
+        anchor_pos = pos;
+        break;
+      }
+    }
+    if (!an) throw std::runtime_error("no max reduction among the application's statements");
+    const std::int64_t n = trips(an->t);
+    if (n != bt.terms) throw std::runtime_error("the max reduces over another key count than the obligation's");
+    const Node *xnode = src.find_node(an->x), *pnode = src.find_node(p), *onode = src.find_node(o);
+    if (!xnode || !pnode || !onode || pnode->dims != xnode->dims || xnode->prec != bt.storage)
+      throw std::runtime_error("the probabilities are not at the scores' cells, or the scores not at the storage precision");
+    // The value pass: o[..] = add(o[..], mul(a, b)), one factor p.
+    const auto vpos = static_cast<std::size_t>(app.statements[0] - 1);
+    std::vector<Loop> vloops;
+    const Stmt* vst = vpos < S.size() ? peel(S[vpos].get(), vloops) : nullptr;
+    if (!vst || vst->kind != StmtKind::Set || vst->name != o || !vst->value || vst->value->kind != ExprKind::Binary ||
+        vst->value->binop() != BinOp::Add)
+      throw std::runtime_error("the application's first statement is not the value pass");
+    const ExprP& add = vst->value;
+    const bool self_first = add->args[0]->kind == ExprKind::Get && add->args[0]->name == o;
+    const ExprP& prod = add->args[self_first ? 1 : 0];
+    if (prod->kind != ExprKind::Binary || prod->binop() != BinOp::Mul)
+      throw std::runtime_error("the value pass does not accumulate a product");
+    const bool p_first = prod->args[0]->kind == ExprKind::Get && prod->args[0]->name == p;
+    const ExprP& pf = prod->args[p_first ? 0 : 1];
+    const ExprP& vf = prod->args[p_first ? 1 : 0];
+    if (pf->kind != ExprKind::Get || pf->name != p || vf->kind != ExprKind::Get || !src.find_node(vf->name))
+      throw std::runtime_error("the value pass's product is not p times a node's cell");
+    const Node* vnode = src.find_node(vf->name);
+    TermStore store(limits.max_terms);
+    std::vector<TermP> x_cells, p_cells;
+    SymexecOptions so;
+    so.at_top_level = [&](int pos, const SymMemory& mem) {
+      if (pos == static_cast<int>(anchor_pos)) x_cells = mem.at(an->x);
+      if (pos == static_cast<int>(vpos)) p_cells = mem.at(p);
+    };
+    SymMemory ms = symexec(src, store, so);
+    SymMemory mt = symexec(tgt, store);
+    const std::vector<TermP>& v_cells = ms.at(vf->name);
+    const Prec sp = bt.storage, q = bt.state, op = onode->prec;
+    const Prec up = (q == Prec::F64 || state_prec(op) == Prec::F64) ? Prec::F64 : Prec::F32;
+    // Per row: the scores, the composed max and sum; each score cell's (row, key).
+    std::vector<std::vector<TermP>> rows_x;
+    std::vector<TermP> rows_m, rows_l;
+    std::map<std::int64_t, std::pair<std::size_t, std::int64_t>> key_of;
+    std::map<std::string, std::int64_t> env;
+    for_box(an->rows, env, 0, [&] {
+      std::vector<TermP> X;
+      for (std::int64_t t = an->t.from; t <= an->t.to; ++t) {
+        env[an->t.sym] = t;
+        std::vector<std::int64_t> idx;
+        for (const auto& i : an->xi) idx.push_back(eval_index(i, env));
+        const std::int64_t cell = flat_cell(xnode->dims, idx);
+        key_of[cell] = {rows_x.size(), t - an->t.from};
+        X.push_back(x_cells[static_cast<std::size_t>(cell)]);
+      }
+      TermP M = store.constant(-INFINITY, sp);
+      for (TermP x : X) M = an->self_first ? store.binary(BinOp::Max, M, x, sp) : store.binary(BinOp::Max, x, M, sp);
+      TermP acc = store.constant(0.0, sp);
+      for (TermP x : X)
+        acc = store.binary(BinOp::Add, acc, store.unary(UnOp::Exp, store.binary(BinOp::Sub, x, M, sp), sp), sp);
+      rows_x.push_back(std::move(X));
+      rows_m.push_back(M);
+      rows_l.push_back(acc);
+    });
+    // The source's contributions to each output cell, in its loop order.
+    std::map<std::int64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> per_cell;  // o cell -> (p, v) cells
+    auto cell_of = [&](const Node& nd, const std::vector<Index>& idcs) {
+      std::vector<std::int64_t> idx;
+      for (const auto& i : idcs) idx.push_back(eval_index(i, env));
+      return flat_cell(nd.dims, idx);
+    };
+    env.clear();
+    for_box(vloops, env, 0, [&] {
+      per_cell[cell_of(*onode, vst->indices)].emplace_back(cell_of(*pnode, pf->indices), cell_of(*vnode, vf->indices));
+    });
+    std::map<std::size_t, FoldRowTerms> folds;
+    std::int64_t matched = 0;
+    for (const auto& [oc, contributions] : per_cell) {
+      TermP acc = store.constant(0.0, op);
+      std::optional<std::size_t> row;
+      std::vector<TermP> v_of_key(static_cast<std::size_t>(n), nullptr);
+      for (const auto& [pc, vc] : contributions) {
+        auto it = key_of.find(pc);
+        if (it == key_of.end() || (row && *row != it->second.first))
+          throw std::runtime_error(fmt::format("{}[{}] reads probabilities outside one row of the normalizer", o, oc));
+        row = it->second.first;
+        const auto t = static_cast<std::size_t>(it->second.second);
+        const std::vector<TermP>& X = rows_x[*row];
+        TermP P = store.binary(BinOp::Div, store.unary(UnOp::Exp, store.binary(BinOp::Sub, X[t], rows_m[*row], sp), sp),
+                               rows_l[*row], pnode->prec);
+        if (p_cells[static_cast<std::size_t>(pc)] != P)
+          throw std::runtime_error(fmt::format("{}[{}] is not exp(x - m) / l of its row", p, pc));
+        if (v_of_key[t]) throw std::runtime_error(fmt::format("{}[{}] reads key {} twice", o, oc, t));
+        TermP V = v_cells[static_cast<std::size_t>(vc)];
+        v_of_key[t] = V;
+        acc = store.binary(BinOp::Add, acc, p_first ? store.binary(BinOp::Mul, P, V, prod->prec) : store.binary(BinOp::Mul, V, P, prod->prec),
+                           add->prec);
+      }
+      if (!row || ms.at(o)[static_cast<std::size_t>(oc)] != acc)
+        throw std::runtime_error(fmt::format("source cell {}[{}] is not the composed value pass of its row", o, oc));
+      auto [fit, fresh] = folds.try_emplace(*row);
+      if (fresh) fit->second = fold_row_terms(store, rows_x[*row], bt.block, sp, q);
+      const FoldRowTerms& fr = fit->second;
+      TermP U = store.constant(0.0, up);
+      for (std::size_t k = 0; k < fr.alpha.size(); ++k) {
+        U = store.binary(BinOp::Mul, U, fr.alpha[k], up);
+        for (std::size_t j = 0; j < fr.exps[k].size(); ++j) {
+          const std::size_t key = k * static_cast<std::size_t>(bt.block) + j;
+          if (key >= static_cast<std::size_t>(n)) continue;
+          if (!v_of_key[key]) throw std::runtime_error(fmt::format("{}[{}] does not read key {}", o, oc, key));
+          U = store.binary(BinOp::Add, U, store.binary(BinOp::Mul, fr.exps[k][j], v_of_key[key], up), up);
+        }
+      }
+      if (mt.at(o)[static_cast<std::size_t>(oc)] != store.convert(store.binary(BinOp::Div, U, fr.norm, up), op))
+        throw std::runtime_error(fmt::format(
+            "target cell {}[{}] is not the fold's numerator (blocks of {}) over its norm", o, oc, bt.block));
+      ++matched;
+    }
+    if (matched == 0) throw std::runtime_error("no output cell is a value pass");
+    out.proved = true;
+    out.detail = fmt::format(
+        "(i) recurrence: {} cells of {}: each is the composed (exp(x - m) / l)·v (source) and the fold's numerator in "
+        "blocks of {} over its norm (target) of its row, as hash-consed terms over the scores at the max reduction "
+        "and the values; {} distinct terms",
+        matched, o, bt.block, store.size());
+  } catch (const TermLimitExceeded& e) {
+    out.detail = e.what();
+    out.term_limit = true;
+  } catch (const std::runtime_error& e) {
+    out.detail = e.what();
+  }
+  return out;
 }
 
 }  // namespace fp::verify

@@ -42,6 +42,7 @@ namespace fp::verify {
 struct Certificate {
   std::vector<CertificatePart> parts;
   double tightness = 0;
+  double output_tightness = 0;  // the block fold's O on the MPFR rows (0 otherwise)
   bool mpfr_ok = false;
 };
 
@@ -69,5 +70,17 @@ struct BoundedCheck {
 BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const Application& app,
                                   const Obligation& ob, const Limits& limits, ProofCache* disk,
                                   const std::string& dump_prefix);
+
+// (i) of the fold's output at the routine's sizes: every cell of `o` is, as a hash-consed term over
+// the scores at the max reduction and the values, the composed (exp(x - m) / l)·v in the source and
+// the fold's numerator in blocks of bt.block over its norm in the target (docs/bounds.md §7 "O").
+struct OutputIdentity {
+  bool proved = false;
+  bool term_limit = false;  // could not run: a resource limit, not a structural mismatch
+  std::string detail;       // the proof's sentence, or why it failed
+};
+OutputIdentity fold_output_identity(const Routine& src, const Routine& tgt, const Application& app,
+                                    const BoundTerms& bt, const std::string& o, const std::string& p,
+                                    const Limits& limits);
 
 }  // namespace fp::verify

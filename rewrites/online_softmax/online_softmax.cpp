@@ -185,10 +185,9 @@ Member online_softmax_member() {
                  ClaimSpec{"fold-sum", ObligationKind::Bounded, "certified-bound.block-fold-sum",
                            "the fold's rescaled sum is the composed sum within the fold's certified bound REL(n, b) "
                            "(docs/bounds.md §7: the fold's induction for every n and b)"},
-                 ClaimSpec{"fold-output", ObligationKind::Bounded, "search.block-fold-output",
-                           "the fold's output is the composed (p / l)*v within the fold's bound (docs/bounds.md §7, "
-                           "proved for every n and b; the target not tied to it yet: a counterexample search, "
-                           "refuted or unknown, never bounded yet)"}},
+                 ClaimSpec{"fold-output", ObligationKind::Bounded, "certified-bound.block-fold-output",
+                           "the fold's output is the composed (p / l)*v within the fold's certified bound, per cell "
+                           "relative to sum (|p| + kappa)*|v| (docs/bounds.md §7)"}},
                 osm::block_fold_mutants},
   };
   m.apply = rewrite_online_softmax;

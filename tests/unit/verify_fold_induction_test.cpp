@@ -91,7 +91,7 @@ TEST(VerifyFoldInduction, BoundAgainstTheScans) {
 // positions and maxima identical. 2,000 rows per block size here (the certificate runs 10^4;
 // bench/verify_bench BM_FoldTightness reports the tightness on 10^4 rows per (precision, B)).
 TEST(VerifyFoldInduction, MpfrRowsThroughTheFoldAtEveryBlockSize) {
-  for (Prec p : {Prec::F32, Prec::BF16})
+  for (Prec p : {Prec::F32, Prec::BF16, Prec::F16})
     for (std::int64_t block : {1, 2, 3, 7, 16, 64, 1 << 20}) {
       SCOPED_TRACE(std::string(prec_name(p)) + " B=" + std::to_string(block));
       Limits l;
@@ -102,6 +102,12 @@ TEST(VerifyFoldInduction, MpfrRowsThroughTheFoldAtEveryBlockSize) {
       EXPECT_EQ(r.violations, 0) << r.first_violation;
       EXPECT_EQ(r.nan_mismatches, 0) << r.first_violation;
       EXPECT_EQ(r.max_mismatches, 0) << r.first_violation;
+      // The output O through the fold against fold_output_bound (one signed value column).
+      EXPECT_GT(r.output_rows, 1500);
+      EXPECT_EQ(r.output_violations, 0) << r.first_output_violation;
+      EXPECT_LE(r.worst_output, 1.0);
+      std::printf("[ fold rows ] %s B=%lld: l tightness %.3g, O tightness %.3g\n", prec_name(p),
+                  static_cast<long long>(block), r.worst_pair, r.worst_output);
       EXPECT_LE(r.worst_pair, 1.0);
       // One block with storage = state is the composed sum's own order: bitwise (0 of the bound).
       if (block == (1 << 20) && p == state_prec(p))

@@ -107,9 +107,9 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
 // The block fold in a causal training step (m and l are read by the backward, so `fold-max` and
 // `fold-sum` are obligations): every declared mutant changes the running maximum (refuted through
 // `fold-max`, exact) or the sum (refuted by `fold-sum`'s certified check: a target that is not the
-// fold's recurrence gets the full search against REL(n, b)). The unmutated fold's `fold-sum` is
-// bounded with its induction proved; `fold-output` has no certified bound yet, so the fold's worst
-// verdict is unknown, never proved.
+// fold's recurrence gets the full search against REL(n, b)) or the output alone (refuted by
+// `fold-output`'s certified check). The unmutated fold's `fold-sum` and `fold-output` are bounded
+// with their induction proved.
 TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   AttentionSpec s;
   s.sq = 3;
@@ -136,7 +136,11 @@ TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
     recurrence = recurrence || (part.name == "(i) recurrence" && part.status == "proved");
   }
   EXPECT_TRUE(induction && recurrence) << sum.message;
-  EXPECT_EQ(worst_verdict(pair, pair[0].tgt, o).kind, VerdictKind::Unknown);
+  const Verdict output = discharge(pair[2], o);
+  EXPECT_EQ(output.claim, "fold-output");
+  EXPECT_EQ(output.kind, VerdictKind::Bounded) << output.message;
+  const VerdictKind worst = worst_verdict(pair, pair[0].tgt, o).kind;
+  EXPECT_TRUE(worst == VerdictKind::Exact || worst == VerdictKind::Bounded) << verdict_kind_name(worst);
   expect_all_refuted(pair, declared_mutants(pair[0]), o, 19);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "core/deadline.h"
 #include "core/diagnostic.h"
@@ -181,7 +182,7 @@ Routine fold_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
   node("sh", {rows, n}, false, false);
   node("e", {rows, n}, false, false);
   node("l", {rows}, false, true);
-  node("p", {rows, n}, false, false);
+  node("p", {rows, n}, false, true);
   node("o", {rows, 1}, false, true);
   auto I = [](const char* s) { return Index::iter(s); };
   auto rows_loop = [&](std::vector<StmtP> body) { return for_loop("i", 0, rows - 1, std::move(body)); };
@@ -217,6 +218,54 @@ Routine fold_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
 
 namespace {
 constexpr std::int64_t kFocusWork = 384'000;
+
+// The fold's output O against the composed one on each finite row (fold_rows_routine: one value
+// column v): |O_fold - O_src| <= rel_z·Σ(|P̂| + κ)|v| + abs, the magnitude summed in 256-bit MPFR
+// rounded down, the error rounded up; NaN positions identical.
+void check_output_rows(MpfrReport& rep, const std::vector<Row>& rows, const std::vector<double>& v,
+                       const TensorMap& src, const TensorMap& tgt, const FoldOutputBound& ob, std::int64_t n) {
+  Mpfr mag(256), t(256), err(256), allowed(256);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double os = src.at("o").data[i], ot = tgt.at("o").data[i];
+    const double ls = src.at("l").data[i];
+    if (std::isnan(ls)) {
+      if (std::isnan(os) != std::isnan(ot)) {
+        ++rep.output_violations;
+        if (rep.first_output_violation.empty())
+          rep.first_output_violation = fmt::format("O NaN in one side only (src {}, tgt {}) on {}", os, ot, row_text(rows[i]));
+      }
+      continue;
+    }
+    ++rep.output_rows;
+    if (std::isinf(os) && os == ot) continue;  // the same overflow on both sides
+    mpfr_set_zero(mag.v, 1);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double pj = src.at("p").data[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
+      mpfr_set_d(t.v, std::fabs(pj), MPFR_RNDD);
+      mpfr_add_d(t.v, t.v, ob.kappa, MPFR_RNDD);
+      mpfr_mul_d(t.v, t.v, std::fabs(v[static_cast<std::size_t>(j)]), MPFR_RNDD);
+      mpfr_add(mag.v, mag.v, t.v, MPFR_RNDD);
+    }
+    mpfr_mul_d(allowed.v, mag.v, ob.rel_z, MPFR_RNDD);
+    mpfr_add_d(allowed.v, allowed.v, ob.abs, MPFR_RNDD);
+    mpfr_set_d(err.v, ot, MPFR_RNDN);
+    mpfr_sub_d(err.v, err.v, os, MPFR_RNDU);
+    mpfr_abs(err.v, err.v, MPFR_RNDU);
+    const double frac = mpfr_sgn(allowed.v) > 0 ? mpfr_get_d(err.v, MPFR_RNDU) / mpfr_get_d(allowed.v, MPFR_RNDD)
+                        : mpfr_sgn(err.v) == 0 ? 0
+                                               : INFINITY;
+    if (!(frac <= 1)) {
+      ++rep.output_violations;
+      if (rep.first_output_violation.empty())
+        rep.first_output_violation = fmt::format("O outside its bound ({:.3g} of it: src {}, tgt {}) on {}", frac, os, ot,
+                                          row_text(rows[i]));
+    }
+    if (frac > rep.worst_output) {
+      rep.worst_output = frac;
+      rep.worst_output_row = row_text(rows[i]);
+    }
+  }
+}
 
 // The bound a row of n keys is checked against: the scan's, or the fold's at min(block, n).
 NormalizerBound row_bound(Prec storage, Prec state, std::int64_t n, std::int64_t block, double exp_ulp) {
@@ -294,14 +343,23 @@ MpfrReport mpfr_check_normalizer(Prec storage, std::int64_t n_focus, const Limit
       std::copy(rows[static_cast<std::size_t>(i)].x.begin(), rows[static_cast<std::size_t>(i)].x.end(),
                 x.data.begin() + i * n);
     TensorMap in{{"x", x}};
+    std::optional<FoldOutputBound> ob;
     if (block > 0) {
+      // Values: signed, magnitudes over 2^-e .. 2^e, e = 20 (10 at f16, whose range ends at 65504:
+      // the bound holds without overflow), rounded to the storage precision; one column shared by
+      // the group's rows.
       Tensor one = Tensor::zeros(storage, {R, 1}), v = Tensor::zeros(storage, {n, 1});
       std::fill(one.data.begin(), one.data.end(), 1.0);
-      std::fill(v.data.begin(), v.data.end(), 1.0);
+      const int vexp = storage == Prec::F16 ? 10 : 20;
+      for (auto& vj : v.data)
+        vj = round_to(storage, (rng.unit() < 0.5 ? -1 : 1) * (0.5 + rng.unit()) *
+                                  std::ldexp(1.0, static_cast<int>(rng.range(-vexp, vexp))));
       in.emplace("one", one);
       in.emplace("v", v);
+      ob = fold_output_bound(storage, rep.state, n, std::min(block, n), limits.exp_ulp);
     }
     TensorMap src = interpret(composed, in), tgt = interpret(rw.routine, in);
+    if (ob && ob->defined) check_output_rows(rep, rows, in.at("v").data, src, tgt, *ob, n);
     for (std::int64_t i = 0; i < R; ++i) {
       if ((i & 255) == 0) check_deadline("MPFR reference rows");
       const Row& row = rows[static_cast<std::size_t>(i)];

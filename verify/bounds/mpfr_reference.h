@@ -40,6 +40,12 @@ struct MpfrReport {
   double worst_src = 0;   // max |l_src - S| / (B_src S)
   double worst_tgt = 0;   // max |l_tgt - S| / (B_tgt S)
   std::string worst_row;
+  // With a block fold: its output O on the finite rows (one value column of signed values).
+  int output_rows = 0;
+  int output_violations = 0;  // rows outside fold_output_bound (or NaN in one side only)
+  double worst_output = 0;    // max |O_fold - O_src| / (rel_z·Σ(|P̂| + κ)|v| + abs): O's tightness
+  std::string worst_output_row;
+  std::string first_output_violation;
   std::vector<FamilyStats> families;
   double seconds = 0;
 };

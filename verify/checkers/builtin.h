@@ -11,6 +11,6 @@ Checker loop_permutation_lift_checker();
 Checker normalizer_max_lift_checker();
 Checker online_normalizer_bound_checker();
 Checker block_fold_sum_bound_checker();
-Checker block_fold_output_search_checker();
+Checker block_fold_output_bound_checker();
 
 }  // namespace fp::verify
