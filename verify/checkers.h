@@ -13,10 +13,9 @@
 //   certified-bound.block-fold-sum      the block fold's l against the composed sum: the same check
 //                                       with the fold's recurrence (blocks of b), its induction for
 //                                       every (n, b) and MPFR rows through the fold (docs/bounds.md §7)
-//   search.block-fold-output            the block fold's O against the composed (p / l)·v: a
-//                                       counterexample search against docs/bounds.md §7's bound
-//                                       (proved for every n and b; refuted or unknown, never
-//                                       bounded: the target is not tied to its recurrence yet)
+//   certified-bound.block-fold-output   the block fold's O against the composed (p / l)·v per cell,
+//                                       relative to Σ(|p| + κ)|v|: its recurrence by term identity,
+//                                       its induction for every (n, b), MPFR rows (docs/bounds.md §7)
 //   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
 //                                       composed sum: recurrence proof, certified bound,
 //                                       downstream bounds (normalizer_check.h, docs/bounds.md)

@@ -339,11 +339,21 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
 // (i) at the routines' own sizes: each covered cell of l is, as a hash-consed term over the
 // scores at the max reduction, the composed sum in the source and the online recurrence in the
 // target (the fallback when the all-sizes lift does not apply).
-struct RecurrenceCheck {
-  bool proved = false;
-  bool term_limit = false;  // could not run: a resource limit, not a structural mismatch
-  std::string detail;       // the proof's sentence, or why it failed
-};
+// Runs a recurrence check: `body` throws std::runtime_error with the reason on a mismatch and
+// returns the proof's sentence.
+RecurrenceCheck established(const std::function<std::string()>& body) {
+  RecurrenceCheck out;
+  try {
+    out.detail = body();
+    out.proved = true;
+  } catch (const TermLimitExceeded& e) {
+    out.detail = e.what();
+    out.term_limit = true;
+  } catch (const std::runtime_error& e) {
+    out.detail = e.what();
+  }
+  return out;
+}
 
 // The fold's row (rewrites/online_softmax/block_fold.h, emitted form) over the row's score terms
 // X at the state precision q, in blocks of b (a tail padded with -inf cells): per block the
@@ -389,9 +399,8 @@ TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_
 RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std::size_t anchor_pos,
                                     const std::string& l, const BoundTerms& bt, const Limits& limits) {
   ScopedPhase phase("symbolic execution");
-  RecurrenceCheck out;
   std::vector<StmtP> S = top_level_statements(src);
-  try {
+  return established([&]() -> std::string {
     std::string why;
     std::optional<Anchor> an = anchor_pos < S.size() ? parse_anchor(*S[anchor_pos], why) : std::nullopt;
     if (!an) throw std::runtime_error(why.empty() ? "no anchor statement" : why);
@@ -476,22 +485,14 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
       ++matched;
     }
     if (matched == 0) throw std::runtime_error("no covered cell is a normalizer");
-    out.proved = true;
-    out.detail =
-        fmt::format("(i) recurrence: {} cells of {}: {} are the composed sum (source) and the {} "
+    return fmt::format("(i) recurrence: {} cells of {}: {} are the composed sum (source) and the {} "
                     "at {} (target) of "
                     "their row, as hash-consed terms over the scores at the max reduction; {} identical; {} "
                     "distinct terms",
                     ls.size(), l, matched,
                     bt.block > 0 ? fmt::format("block fold in blocks of {}", bt.block) : std::string("online recurrence"),
                     prec_name(q), identical, store.size());
-  } catch (const TermLimitExceeded& e) {
-    out.detail = e.what();
-    out.term_limit = true;
-  } catch (const std::runtime_error& e) {
-    out.detail = e.what();
-  }
-  return out;
+  });
 }
 
 }  // namespace
@@ -744,13 +745,12 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
 
 namespace fp::verify {
 
-OutputIdentity fold_output_identity(const Routine& src, const Routine& tgt, const Application& app,
-                                    const BoundTerms& bt, const std::string& o, const std::string& p,
-                                    const Limits& limits) {
+RecurrenceCheck fold_output_identity(const Routine& src, const Routine& tgt, const Application& app,
+                                     const BoundTerms& bt, const std::string& o, const std::string& p,
+                                     const Limits& limits) {
   ScopedPhase phase("symbolic execution");
-  OutputIdentity out;
   const std::vector<StmtP> S = top_level_statements(src);
-  try {
+  return established([&]() -> std::string {
     std::optional<Anchor> an;
     std::size_t anchor_pos = S.size();
     for (int st : app.statements) {
@@ -876,19 +876,12 @@ OutputIdentity fold_output_identity(const Routine& src, const Routine& tgt, cons
       ++matched;
     }
     if (matched == 0) throw std::runtime_error("no output cell is a value pass");
-    out.proved = true;
-    out.detail = fmt::format(
+    return fmt::format(
         "(i) recurrence: {} cells of {}: each is the composed (exp(x - m) / l)·v (source) and the fold's numerator in "
         "blocks of {} over its norm (target) of its row, as hash-consed terms over the scores at the max reduction "
         "and the values; {} distinct terms",
         matched, o, bt.block, store.size());
-  } catch (const TermLimitExceeded& e) {
-    out.detail = e.what();
-    out.term_limit = true;
-  } catch (const std::runtime_error& e) {
-    out.detail = e.what();
-  }
-  return out;
+  });
 }
 
 }  // namespace fp::verify

@@ -71,16 +71,18 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
                                   const Obligation& ob, const Limits& limits, ProofCache* disk,
                                   const std::string& dump_prefix);
 
-// (i) of the fold's output at the routine's sizes: every cell of `o` is, as a hash-consed term over
-// the scores at the max reduction and the values, the composed (exp(x - m) / l)·v in the source and
-// the fold's numerator in blocks of bt.block over its norm in the target (docs/bounds.md §7 "O").
-struct OutputIdentity {
+// A recurrence check (i): term identity of the target's cells with the recurrence a bound is about.
+struct RecurrenceCheck {
   bool proved = false;
   bool term_limit = false;  // could not run: a resource limit, not a structural mismatch
   std::string detail;       // the proof's sentence, or why it failed
 };
-OutputIdentity fold_output_identity(const Routine& src, const Routine& tgt, const Application& app,
-                                    const BoundTerms& bt, const std::string& o, const std::string& p,
-                                    const Limits& limits);
+
+// (i) of the fold's output at the routine's sizes: every cell of `o` is, as a hash-consed term over
+// the scores at the max reduction and the values, the composed (exp(x - m) / l)·v in the source and
+// the fold's numerator in blocks of bt.block over its norm in the target (docs/bounds.md §7 "O").
+RecurrenceCheck fold_output_identity(const Routine& src, const Routine& tgt, const Application& app,
+                                     const BoundTerms& bt, const std::string& o, const std::string& p,
+                                     const Limits& limits);
 
 }  // namespace fp::verify

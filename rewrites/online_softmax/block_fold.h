@@ -41,9 +41,8 @@
 // CLAIMS: exact `fold-max` (m, when it lands: the same maxima in the same order — padded cells are
 // -inf, which max leaves alone); bounded `fold-sum` (l: shape 1's recurrence, block by block;
 // certified: docs/bounds.md §7's induction for every n and b) and `fold-output` (O: the value
-// contraction reassociated, (Σ p·v)/l block by block instead of Σ (p/l)·v; its bound is proved for
-// every n and b, but the target is not tied to its recurrence yet, so verify searches for a
-// counterexample and reports unknown, never bounded).
+// contraction reassociated, (Σ p·v)/l block by block instead of Σ (p/l)·v; certified per cell
+// relative to Σ(|p| + κ)|v|: docs/bounds.md §7 "O").
 //
 // DECLINES (that normalizer keeps the two-pass form, shapes 1-2; code in brackets):
 //   [no-value-pass]           no reduction of P·v reads the normalizer's probabilities

@@ -589,7 +589,7 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
         c->to -= 1;
         return c;
       }));
-  // The output alone (refuted through `fold-output`'s search against §7's bound). (A numerator
+  // The output alone (refuted through `fold-output`'s certified check). (A numerator
   // tile not cleared per row is no mutant: each row has its own cells, zero from the start.)
   auto numerator = [](const Stmt& st) {
     return st.kind == StmtKind::Set && st.name.rfind("os_block_numerator_", 0) == 0 && st.value;

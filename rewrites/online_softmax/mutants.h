@@ -22,7 +22,7 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
 // Mutants of an online-softmax.block-fold target that change the running maximum (refuted through
 // the fold's exact `fold-max` claim where m is read after the fold: a training step), the sum
 // (refuted by `fold-sum`'s certified check: not the fold's recurrence, then a counterexample to
-// REL(n, b)) or the output alone (refuted by `fold-output`'s search against docs/bounds.md §7).
+// REL(n, b)) or the output alone (refuted by `fold-output`'s certified check, docs/bounds.md §7).
 std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& app);
 
 }  // namespace fp::osm

@@ -17,19 +17,29 @@
 namespace fp::verify {
 namespace {
 
-std::vector<smt::InductionStep> run_fold(Prec storage, smt::InductionMutant m) {
+using Prover = std::vector<smt::InductionStep> (*)(const smt::InductionQuery&, const smt::SmtLimits&);
+
+// One prover's queries at `storage` (state: state_prec), with their outcomes printed.
+std::vector<smt::InductionStep> run_queries(const char* what, Prover prove, Prec storage, smt::InductionMutant m) {
   smt::InductionQuery q = induction_query(storage, state_prec(storage), 0.52);
   q.mutant = m;
   smt::SmtLimits lim;
   lim.timeout_s = 30;
-  std::vector<smt::InductionStep> steps = smt::prove_fold_induction(q, lim);
+  std::vector<smt::InductionStep> steps = prove(q, lim);
   double total = 0;
   for (const auto& s : steps) total += s.outcome.seconds;
-  std::printf("[ fold induction ] state %s mutant %s: %zu queries, %.2f s\n", prec_name(state_prec(storage)),
+  std::printf("[ %s ] %s/%s mutant %s: %zu queries, %.2f s\n", what, prec_name(storage), prec_name(state_prec(storage)),
               smt::induction_mutant_name(m), steps.size(), total);
   for (const auto& s : steps)
     std::printf("    %-30s %-7s %.3f s\n", s.name.c_str(), smt::smt_status_name(s.outcome.status), s.outcome.seconds);
   return steps;
+}
+
+std::vector<smt::InductionStep> run_fold(Prec storage, smt::InductionMutant m) {
+  return run_queries("fold induction", smt::prove_fold_induction, storage, m);
+}
+std::vector<smt::InductionStep> run_output(Prec storage, smt::InductionMutant m) {
+  return run_queries("fold output induction", smt::prove_fold_output_induction, storage, m);
 }
 
 smt::SmtStatus status_of(const std::vector<smt::InductionStep>& steps, const std::string& name) {
@@ -124,19 +134,6 @@ TEST(VerifyFoldInduction, FoldBoundHasItsFirstOrderSize) {
   ASSERT_TRUE(f.defined);
   EXPECT_GT(f.b_tgt, 2.9e-6);
   EXPECT_LT(f.b_tgt, 3.2e-6);
-}
-
-std::vector<smt::InductionStep> run_output(Prec storage, smt::InductionMutant m) {
-  smt::InductionQuery q = induction_query(storage, state_prec(storage), 0.52);
-  q.mutant = m;
-  smt::SmtLimits lim;
-  lim.timeout_s = 30;
-  std::vector<smt::InductionStep> steps = smt::prove_fold_output_induction(q, lim);
-  std::printf("[ fold output induction ] %s/%s mutant %s:\n", prec_name(storage), prec_name(state_prec(storage)),
-              smt::induction_mutant_name(m));
-  for (const auto& s : steps)
-    std::printf("    %-30s %-7s %.3f s\n", s.name.c_str(), smt::smt_status_name(s.outcome.status), s.outcome.seconds);
-  return steps;
 }
 
 TEST(VerifyFoldInduction, OutputProvedAtEveryPrecision) {

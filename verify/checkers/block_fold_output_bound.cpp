@@ -73,7 +73,7 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   bi.exp_assumption = exp_assumption_text(o.limits.exp_ulp);
   v.steps.push_back("bound: " + bi.instantiated);
   // (i) the recurrence.
-  const OutputIdentity id = fold_output_identity(t.src, t.tgt, t.app, bt, out, p, o.limits);
+  const RecurrenceCheck id = fold_output_identity(t.src, t.tgt, t.app, bt, out, p, o.limits);
   v.steps.push_back(id.proved ? id.detail : "(i) recurrence not established: " + id.detail);
   bi.parts.push_back(CertificatePart{"(i) recurrence", id.proved ? "proved" : "failed", id.detail});
   // (iii) differential and search: the full budget when the recurrence is not established.
