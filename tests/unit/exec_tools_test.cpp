@@ -195,6 +195,14 @@ TEST_F(ExecTools, DiffAgreesAcrossExecutorsAndAcrossTheRewriteInEveryFormat) {
   EXPECT_EQ(j["verdict"], "agree");
   EXPECT_EQ(j["outputs"][0]["comparison"], "certified");
   EXPECT_EQ(j["claims"].size(), 3u);
+  // The block fold's output on the certified per-cell basis (docs/bounds.md §7 "O").
+  r = tool({"diff", attn_, "--rewrite", "--set", "online_softmax=true", "--set", "online_softmax_block=2", "--format",
+            "json"},
+           env());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto jf = nlohmann::json::parse(r.out);
+  EXPECT_EQ(jf["verdict"], "agree");
+  EXPECT_EQ(jf["outputs"][0]["comparison"], "certified") << r.out;
   for (const std::string f : {"jsonl", "junit", "sarif", "text"}) {
     r = tool({"diff", attn_, "--rewrite", "--profile", "approximate", "--format", f}, env());
     EXPECT_EQ(r.rc, 0) << f << "\n" << r.out;

@@ -138,6 +138,32 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
       out, fb.rel_z, p, fb.kappa, fraction(cert.output_tightness));
 }
 
+// The per-cell plan diff --rewrite compares O with (the same check the certificate states).
+std::optional<DownstreamPlan> plan_fold_output(const Routine& src, const Application& app, const Obligation& ob,
+                                               double exp_ulp, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<DownstreamPlan> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (!ob.bound || ob.covers.empty() || ob.bound->block < 1 || app.statements.empty())
+    return fail(fmt::format("{} records no bound terms with a block size", ob.claim));
+  std::string p;
+  for (const auto& [role, name] : app.matched)
+    if (role == "p") p = name;
+  const BoundTerms& bt = *ob.bound;
+  const FoldOutputBound fb = fold_output_bound(bt.storage, bt.state, bt.terms, bt.block, exp_ulp);
+  if (!fb.defined) return fail("no certified bound: " + fb.undefined_reason);
+  auto plan = scaled_reduction_plan(src, static_cast<std::size_t>(app.statements[0] - 1), fb.rel_z, fb.abs, why, p,
+                                    fb.kappa);
+  if (plan)
+    plan->bounds.push_back(DownstreamBound{
+        plan->checks[0].node,
+        fmt::format("|{0}_tgt - {0}_src| <= rel_z·Σ(|{1}| + κ)·|v| + abs, κ = {2:.3g}, abs = {3:.3g} (docs/bounds.md §7)",
+                    plan->checks[0].node, p, fb.kappa, fb.abs),
+        fb.rel_z, fmt::format("Σ(|{}| + κ)·|v|", p), 0});
+  return plan;
+}
+
 }  // namespace
 
 Checker block_fold_output_bound_checker() {
@@ -147,6 +173,7 @@ Checker block_fold_output_bound_checker() {
       "the block fold's O within rel_z·Σ(|p| + κ)|v| + abs of the composed (p / l)·v: its recurrence at the "
       "routine's sizes, the fold's induction for every n and b, MPFR rows through the fold";
   c.discharge = certify_fold_output;
+  c.plan = plan_fold_output;
   return c;
 }
 
