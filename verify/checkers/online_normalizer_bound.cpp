@@ -23,7 +23,7 @@ namespace {
 
 // All sizes when the recurrence holds for every extent and the formula for every n; the routine's
 // size then only instantiates REL.
-Scope scope_of(const BoundedCheck& bc, bool induction, int real_n) {
+Scope scope_of(const BoundedCheck& bc, bool induction, int real_n, std::int64_t block) {
   const std::string reals = real_n > 0 ? fmt::format(" and n <= {} by the per-pattern reals queries", real_n) : "";
   if (bc.all_sizes && induction)
     return Scope{true, fmt::format("all sizes: the recurrence for every extent (structural), the bound formula for "
@@ -33,11 +33,11 @@ Scope scope_of(const BoundedCheck& bc, bool induction, int real_n) {
                                    "formula at other sizes",
                                    bc.bound.n, reals)};
   if (induction)
-    return Scope{false, bc.scope + fmt::format("; the bound formula proved for every n by induction (Z3 over the "
+    return Scope{false, bc.scope + fmt::format("; the bound formula proved for every n{} by induction (Z3 over the "
                                                "reals, under the rounding model and the exp assumption of "
                                                "docs/bounds.md), checked at n = {} against the stated REL; "
                                                "confirmed by MPFR rows at the key counts the certificate lists{}",
-                                               bc.bound.n, reals)};
+                                               block > 0 ? " and every block size b" : "", bc.bound.n, reals)};
   return Scope{false, bc.scope + fmt::format("; the bound formula argued for every n on paper (docs/bounds.md), its "
                                              "induction not proved (see the certificate); certified for n = {} by "
                                              "MPFR rows and n <= {} over the reals",
@@ -62,7 +62,7 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   bool induction = false;
   for (const auto& p : bc.bound.parts)
     if (p.name == "induction") induction = p.status == "proved";
-  v.scope = scope_of(bc, induction, o.limits.real_n);
+  v.scope = scope_of(bc, induction, o.limits.real_n, t.obligation.bound->block);
   v.bound = bc.bound;
   if (bc.kind == VerdictKind::Refuted && bc.counterexample) {
     // The case is of the pair at the sizes the checks ran at (a small instance after the lift).
