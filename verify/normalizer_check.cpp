@@ -193,8 +193,8 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     // rounded up, with the queries' own constants): covered by construction.
     const NormalizerBound nb = block > 0 ? fold_bound(storage, state, n, block, limits.exp_ulp)
                                          : normalizer_bound(storage, state, n, limits.exp_ulp);
-    InductionInstance inst = induction_instance(q, n, nb.rel);
-    if (block > 0) inst = InductionInstance{nb.defined, nb.b_src, nb.b_tgt, nb.rel, nb.defined};
+    const InductionInstance inst = block > 0 ? InductionInstance{nb.defined, nb.b_src, nb.b_tgt, nb.rel, nb.defined}
+                                             : induction_instance(q, n, nb.rel);
     const bool all = proved == static_cast<int>(steps.size());
     const bool covers = nb.defined && inst.defined && inst.covered;
     const std::string what = fmt::format(

@@ -65,10 +65,7 @@ std::vector<InductionStep> prove_fold_induction(const InductionQuery& q, const S
   const InductionMutant mut = q.mutant;
   QueryRunner runner(limits, fmt::format("block-fold bound by induction (u_t = 2^-{}, mutant {})", q.state_bits,
                                          induction_mutant_name(mut)));
-  auto consts = [&](Query& Q) {
-    z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
-    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), om, om};
-  };
+  auto consts = [&](Query& Q) { return state_consts(Q, q); };
   const bool drop_gamma = mut == InductionMutant::DropGamma;
   composed_sum_queries(runner, "block", "a block's sum (the composed sum of its cells at the state precision):",
                        consts, 1);

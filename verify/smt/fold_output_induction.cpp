@@ -67,14 +67,8 @@ std::vector<InductionStep> prove_fold_output_induction(const InductionQuery& q, 
   const InductionMutant mut = q.mutant;
   QueryRunner runner(limits, fmt::format("block-fold output bound by induction (u_s = 2^-{}, u_t = 2^-{}, mutant {})",
                                          q.storage_bits, q.state_bits, induction_mutant_name(mut)));
-  auto tconsts = [&](Query& Q) {
-    z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
-    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), om, om};
-  };
-  auto sconsts = [&](Query& Q) {
-    z3::expr om = pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2);
-    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), om, om};
-  };
+  auto tconsts = [&](Query& Q) { return state_consts(Q, q); };
+  auto sconsts = [&](Query& Q) { return storage_consts(Q, q, true); };
   const bool drop_rounding = mut == InductionMutant::DropRounding;
 
   for (const bool storage_side : {true, false})
@@ -182,7 +176,7 @@ std::vector<InductionStep> prove_fold_output_induction(const InductionQuery& q, 
                Q.assume(E >= 0 && Aa >= 0 && Wn <= Aa && -Wn <= Aa && within(quo, Wn, E));
                z3::expr O1 = rounded(Q, "O1", quo, abs_var(Q, "quoabs", quo), c.u, c.om);
                z3::expr rho = q.final_store ? Q.pow2(q.storage_bits) : Q.c().real_val(0);
-               z3::expr oms = q.final_store ? pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2)
+               z3::expr oms = q.final_store ? storage_underflow(Q, q)
                                             : Q.c().real_val(0);
                z3::expr O = rounded(Q, "O", O1, abs_var(Q, "O1abs", O1), rho, oms);
                return within(O, Wn, E * (1 + c.u) * (1 + rho) + (c.u * (1 + rho) + rho) * Aa + c.om * (1 + rho) + oms);

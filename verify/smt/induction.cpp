@@ -93,14 +93,8 @@ std::vector<InductionStep> prove_normalizer_induction(const InductionQuery& q, c
                                         q.storage_bits, q.state_bits, induction_mutant_name(mut)));
   auto run = [&](const std::string& name, const std::string& statement,
                  const std::function<z3::expr(Query&)>& build) { runner.run(name, statement, build); };
-  auto src_consts = [&](Query& Q) {
-    return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage),
-                  pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2), Q.c().real_val(0)};
-  };
-  auto tgt_consts = [&](Query& Q) {
-    z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
-    return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), om, om};
-  };
+  auto src_consts = [&](Query& Q) { return storage_consts(Q, q, false); };
+  auto tgt_consts = [&](Query& Q) { return state_consts(Q, q); };
   // ---- (a) the composed sum: Ŝ_k = fl(Ŝ_{k-1} + ê_k), Ŝ_1 = ê_1 (0 + ê is exact) ------------
   // Invariant after k >= 1 keys (G = γ_{k-1}(u_s); Vp, Vm the sums U, Λ at the row maximum):
   //   0 <= Ŝ <= (1 + G)((1 + ε_s)Vp + k·ω),   G <= 1 ⇒ Ŝ >= (1 - G)((1 - ε_s)Vm - k·ω).

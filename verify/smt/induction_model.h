@@ -112,6 +112,21 @@ inline z3::expr composed_lower(const z3::expr& S, const z3::expr& G, const z3::e
   return z3::implies(G <= 1, S >= (1 - G) * ((1 - c.eps) * Vm - K * c.om));
 }
 
+// The underflow term at the storage precision, and the constants of each precision of `q`: the
+// state's (a product may underflow by ω too) and the storage's (`products`: the same; else an
+// operation's term is 0, the composed sum having no products).
+inline z3::expr storage_underflow(Query& Q, const InductionQuery& q) {
+  return pow2_sum(Q.c(), -q.omega_storage_log2, -q.omega_tail_log2);
+}
+inline Consts state_consts(Query& Q, const InductionQuery& q) {
+  z3::expr om = pow2_sum(Q.c(), -q.omega_state_log2, -q.omega_tail_log2);
+  return Consts{Q.pow2(q.state_bits), Q.num(q.eps_state), om, om};
+}
+inline Consts storage_consts(Query& Q, const InductionQuery& q, bool products) {
+  z3::expr om = storage_underflow(Q, q);
+  return Consts{Q.pow2(q.storage_bits), Q.num(q.eps_storage), om, products ? om : Q.c().real_val(0)};
+}
+
 // e's bounds as the queries take them, and α(u) = u / (e_low (1 - u)).
 inline z3::expr e_low(Query& Q) { return Q.c().real_val("271828182/100000000"); }
 inline z3::expr alpha_of(Query& Q, const z3::expr& u) { return u / (e_low(Q) * (1 - u)); }
