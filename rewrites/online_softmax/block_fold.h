@@ -1,6 +1,7 @@
 #pragma once
 // Shape 4 of online softmax — the block fold, FlashAttention-2's recurrence (id
-// online-softmax.block-fold). Gate: `online_softmax` on and `online_softmax_block` = B > 0.
+// online-softmax.block-fold). Gate: `online_softmax` on and `online_softmax_block` = B > 0, or `auto`
+// (kAutoFoldBlock).
 //
 // MATCHES, per normalizer that shape 1 recognized (normalizer_scan.h: m = max x, n = x - m,
 // e = exp n, l = sum e over the key axis t):
@@ -81,6 +82,8 @@ namespace fp::osm {
 
 inline constexpr const char* kBlockFoldId = "online-softmax.block-fold";
 inline constexpr std::int64_t kFoldTileBudget = 64 * 1024;
+// online_softmax_block = auto: the fastest B of the CPU sweep (flat for B >= 64, slower below).
+inline constexpr std::int64_t kAutoFoldBlock = 64;
 
 struct FoldMatch;  // block_fold.cpp
 

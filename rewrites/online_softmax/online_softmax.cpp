@@ -42,10 +42,10 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   const bool scan_on = enabled(kNormalizerScanId);
   const bool hoist_on = enabled(kValuePassHoistId);
   const bool fold_on = enabled(kBlockFoldId);
-  // online_softmax_block: B > 0 folds; 0 keeps the two-pass form; `auto` is 0 on every target
-  // until the fold's proofs and the CPU block sweep land (docs/online_softmax.md).
+  // online_softmax_block: B > 0 folds; 0 keeps the two-pass form; `auto` is kAutoFoldBlock, the
+  // block the CPU sweep chose (docs/performance.md, "B sweep").
   std::int64_t block = 0;
-  if (ctx.config) block = ctx.config->integer_or_auto("online_softmax_block").value_or(0);
+  if (ctx.config) block = ctx.config->integer_or_auto("online_softmax_block").value_or(osm::kAutoFoldBlock);
 
   MemberOutput out;
   RoutineView view(r);
@@ -143,7 +143,7 @@ std::vector<ConfigKeySpec> online_softmax_keys() {
                     "the fused backward (shape 3; not implemented yet: shapes 1 and 2 apply)"},
       ConfigKeySpec{"online_softmax_block", ConfigType::IntOrAuto, "0", {{"approximate", "auto"}}, true,
                     "block size of the FlashAttention-2 block fold (shape 4): B > 0 folds, 0 keeps the two-pass "
-                    "form; auto is 0 until the CPU block sweep chooses a size"},
+                    "form; auto is 64, the size the CPU block sweep chose (docs/performance.md)"},
   };
 }
 

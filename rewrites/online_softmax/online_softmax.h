@@ -18,7 +18,8 @@
 //
 // online_softmax_backward selects shape 3, which this version of the tier does not implement:
 // with it set, shapes 1 and 2 apply as above (the specification's fallback when that shape
-// declines). online_softmax_block = auto resolves to 0 until the CPU block sweep chooses a size.
+// declines). online_softmax_block = auto resolves to osm::kAutoFoldBlock (64), the block size the CPU
+// sweep chose (docs/performance.md, "B sweep").
 
 #include "rewrites/member.h"
 

@@ -141,6 +141,13 @@ TEST(OnlineSoftmaxFold, LeavesNoSquareBufferAndIsIdempotent) {
   Config off;
   EXPECT_TRUE(equal(run_tier(composed, off).routine, composed));
   EXPECT_EQ(fold_count(run_tier(composed, fold_on(0))), 0);
+  // auto: the sweep's block size, 64 (one block here), the same as forcing it.
+  Config autob;
+  autob.set("online_softmax", "true");
+  autob.set("online_softmax_block", "auto");
+  EXPECT_TRUE(equal(run_tier(composed, autob).routine, run_tier(composed, fold_on(osm::kAutoFoldBlock)).routine));
+  EXPECT_EQ(fold_count(run_tier(composed, autob)), 1);
+  EXPECT_EQ(osm::kAutoFoldBlock, 64);
   // All four keys on: the fixpoint is the same fold.
   Config all = fold_on(4);
   all.set("online_softmax_backward", "true");
