@@ -306,7 +306,16 @@ TermP TermStore::unary(UnOp op, TermP a, Prec p) {
 }
 
 TermP TermStore::binary(BinOp op, TermP a, TermP b, Prec p) {
-  return make(of_binop(op), p, {convert(a, p), convert(b, p)});
+  TermP ca = convert(a, p), cb = convert(b, p);
+  // max(x, -inf) = max(-inf, x) = x for every float x (core/ir.h SEMANTICS: NaN propagates, -inf
+  // is the least value, max(-inf, -inf) = -inf): a max reduction's -inf start and its fully
+  // masked cells leave no trace, so equal maxima are equal terms.
+  if (op == BinOp::Max && is_float(p)) {
+    auto neg_inf = [](TermP t) { return t->op == TermOp::Const && std::isinf(t->value) && t->value < 0; };
+    if (neg_inf(cb)) return ca;
+    if (neg_inf(ca)) return cb;
+  }
+  return make(of_binop(op), p, {ca, cb});
 }
 
 TermP TermStore::ternary(TernOp op, TermP a, TermP b, TermP c, Prec p) {
