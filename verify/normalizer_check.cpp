@@ -19,6 +19,7 @@
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
+#include "verify/block_skip_lemma.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/bounds/induction_instance.h"
 #include "verify/downstream_bounds.h"
@@ -357,43 +358,59 @@ RecurrenceCheck established(const std::function<std::string()>& body) {
 
 // The fold's row (rewrites/online_softmax/block_fold.h, emitted form) over the row's score terms
 // X at the state precision q, in blocks of b (a tail padded with -inf cells): per block the
-// rescale and the cells' exponentials, and the last block's norm; l stored at p.
+// rescale and the cells' exponentials, and the last block's norm; l stored at p. With `skip`, a
+// block whose cells are all the constant -inf (masked or padded) takes the fold's skip branch
+// instead (no exponentials; its sum is 0 + exp(-inf - fl)): block_skip_lemma.h makes that the
+// computed block's state bit for bit.
 struct FoldRowTerms {
   std::vector<TermP> alpha;               // per block
-  std::vector<std::vector<TermP>> exps;   // per block, b cells
+  std::vector<std::vector<TermP>> exps;   // per block, b cells; empty for a skipped block
+  std::vector<char> skipped;              // per block
   TermP norm = nullptr, stored = nullptr;
+  int skips = 0;
 };
-FoldRowTerms fold_row_terms(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q) {
+FoldRowTerms fold_row_terms(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q,
+                            bool skip = false) {
   const auto n = static_cast<std::int64_t>(X.size());
   TermP LOW = store.constant(osm::lowest_finite(q), q), NEG = store.constant(-INFINITY, q);
   TermP mp = NEG, lp = store.constant(0.0, q);
   FoldRowTerms out;
   for (std::int64_t k0 = 0; k0 < n; k0 += b) {
     std::vector<TermP> T;
-    for (std::int64_t j = 0; j < b; ++j) T.push_back(k0 + j < n ? store.convert(X[static_cast<std::size_t>(k0 + j)], q) : NEG);
+    bool masked = skip;
+    for (std::int64_t j = 0; j < b; ++j) {
+      T.push_back(k0 + j < n ? store.convert(X[static_cast<std::size_t>(k0 + j)], q) : NEG);
+      masked = masked && T.back() == NEG;
+    }
     TermP mn = mp;
     for (TermP t : T) mn = store.binary(BinOp::Max, mn, t, q);
     TermP fl = store.binary(BinOp::Max, mn, LOW, q);
     TermP alpha = store.unary(UnOp::Exp, store.binary(BinOp::Sub, store.binary(BinOp::Max, mp, LOW, q), fl, q), q);
     TermP rs = store.constant(0.0, q);
     std::vector<TermP> E;
-    for (TermP t : T) {
-      E.push_back(store.unary(UnOp::Exp, store.binary(BinOp::Sub, t, fl, q), q));
-      rs = store.binary(BinOp::Add, rs, E.back(), q);
+    if (masked) {
+      rs = store.binary(BinOp::Add, rs, store.unary(UnOp::Exp, store.binary(BinOp::Sub, NEG, fl, q), q), q);
+      ++out.skips;
+    } else {
+      for (TermP t : T) {
+        E.push_back(store.unary(UnOp::Exp, store.binary(BinOp::Sub, t, fl, q), q));
+        rs = store.binary(BinOp::Add, rs, E.back(), q);
+      }
     }
     TermP ln = store.binary(BinOp::Add, store.binary(BinOp::Mul, lp, alpha, q), rs, q);
     out.norm = store.ternary(TernOp::Where, store.binary(BinOp::Eq, mn, NEG, q), store.constant(NAN, q), ln, q);
     out.stored = store.convert(out.norm, p);
     out.alpha.push_back(alpha);
     out.exps.push_back(std::move(E));
+    out.skipped.push_back(masked);
     mp = mn;
     lp = ln;
   }
   return out;
 }
 
-TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q) {
-  return fold_row_terms(store, X, b, p, q).stored;
+TermP fold_recurrence(TermStore& store, const std::vector<TermP>& X, std::int64_t b, Prec p, Prec q, bool skip) {
+  return fold_row_terms(store, X, b, p, q, skip).stored;
 }
 
 RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std::size_t anchor_pos,
@@ -422,6 +439,7 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
     const double low = osm::lowest_finite(q);
     // Canonical terms per row.
     std::unordered_map<TermP, std::vector<TermP>> composed_to_scan;
+    std::set<TermP> skip_terms;  // the rows' stored l when their fully masked blocks are skipped
     std::map<std::string, std::int64_t> env;
     std::int64_t rows = 0;
     for_box(an->rows, env, 0, [&] {
@@ -441,7 +459,13 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
       for (TermP x : X)
         acc = store.binary(BinOp::Add, acc, store.unary(UnOp::Exp, store.binary(BinOp::Sub, x, M, p), p), p);
       if (bt.block > 0) {
-        composed_to_scan[acc].push_back(fold_recurrence(store, X, bt.block, p, q));
+        // The fold computing every block, and the fold skipping its fully masked ones.
+        composed_to_scan[acc].push_back(fold_recurrence(store, X, bt.block, p, q, false));
+        const FoldRowTerms skipping = fold_row_terms(store, X, bt.block, p, q, true);
+        if (skipping.skips > 0) {
+          composed_to_scan[acc].push_back(skipping.stored);
+          skip_terms.insert(skipping.stored);
+        }
         return;
       }
       // The online recurrence at q (rewrites/online_softmax/normalizer_scan.h, emitted form).
@@ -468,7 +492,7 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
     });
     const auto& ls = ms.at(l);
     const auto& lt = mt.at(l);
-    std::int64_t matched = 0, identical = 0;
+    std::int64_t matched = 0, identical = 0, skipping = 0;
     for (std::size_t c = 0; c < ls.size(); ++c) {
       if (ls[c] == lt[c]) {
         ++identical;
@@ -483,15 +507,22 @@ RecurrenceCheck concrete_recurrence(const Routine& src, const Routine& tgt, std:
             bt.block > 0 ? fmt::format("block fold (blocks of {})", bt.block) : std::string("online recurrence"),
             bt.terms, prec_name(q), prec_name(p)));
       ++matched;
+      skipping += skip_terms.count(lt[c]) > 0;
     }
     if (matched == 0) throw std::runtime_error("no covered cell is a normalizer");
+    std::string skip_text;
+    if (skipping > 0) {
+      const SkipLemma lemma = block_skip_lemma(q, q, std::nullopt, limits);
+      if (!lemma.proved) throw std::runtime_error(lemma.detail);
+      skip_text = fmt::format("; {} rows skip their fully masked blocks, {}", skipping, lemma.detail);
+    }
     return fmt::format("(i) recurrence: {} cells of {}: {} are the composed sum (source) and the {} "
                     "at {} (target) of "
                     "their row, as hash-consed terms over the scores at the max reduction; {} identical; {} "
-                    "distinct terms",
+                    "distinct terms{}",
                     ls.size(), l, matched,
                     bt.block > 0 ? fmt::format("block fold in blocks of {}", bt.block) : std::string("online recurrence"),
-                    prec_name(q), identical, store.size());
+                    prec_name(q), identical, store.size(), skip_text);
   });
 }
 
@@ -832,8 +863,8 @@ RecurrenceCheck fold_output_identity(const Routine& src, const Routine& tgt, con
     for_box(vloops, env, 0, [&] {
       per_cell[cell_of(*onode, vst->indices)].emplace_back(cell_of(*pnode, pf->indices), cell_of(*vnode, vf->indices));
     });
-    std::map<std::size_t, FoldRowTerms> folds;
-    std::int64_t matched = 0;
+    std::map<std::pair<std::size_t, bool>, FoldRowTerms> folds;  // (row, skipping)
+    std::int64_t matched = 0, skipping = 0;
     for (const auto& [oc, contributions] : per_cell) {
       TermP acc = store.constant(0.0, op);
       std::optional<std::size_t> row;
@@ -857,30 +888,54 @@ RecurrenceCheck fold_output_identity(const Routine& src, const Routine& tgt, con
       }
       if (!row || ms.at(o)[static_cast<std::size_t>(oc)] != acc)
         throw std::runtime_error(fmt::format("source cell {}[{}] is not the composed value pass of its row", o, oc));
-      auto [fit, fresh] = folds.try_emplace(*row);
-      if (fresh) fit->second = fold_row_terms(store, rows_x[*row], bt.block, sp, q);
-      const FoldRowTerms& fr = fit->second;
-      TermP U = store.constant(0.0, up);
-      for (std::size_t k = 0; k < fr.alpha.size(); ++k) {
-        U = store.binary(BinOp::Mul, U, fr.alpha[k], up);
-        for (std::size_t j = 0; j < fr.exps[k].size(); ++j) {
-          const std::size_t key = k * static_cast<std::size_t>(bt.block) + j;
-          if (key >= static_cast<std::size_t>(n)) continue;
-          if (!v_of_key[key]) throw std::runtime_error(fmt::format("{}[{}] does not read key {}", o, oc, key));
-          U = store.binary(BinOp::Add, U, store.binary(BinOp::Mul, fr.exps[k][j], v_of_key[key], up), up);
+      // The fold computing every block, then the fold skipping its fully masked ones: a skipped
+      // block's numerator is U·α + Z, Z = -0 + 0·v over the block's keys.
+      const TermP target = mt.at(o)[static_cast<std::size_t>(oc)];
+      bool found = false;
+      for (const bool skip : {false, true}) {
+        auto [fit, fresh] = folds.try_emplace(std::make_pair(*row, skip));
+        if (fresh) fit->second = fold_row_terms(store, rows_x[*row], bt.block, sp, q, skip);
+        const FoldRowTerms& fr = fit->second;
+        if (skip && fr.skips == 0) break;
+        TermP U = store.constant(0.0, up);
+        for (std::size_t k = 0; k < fr.alpha.size(); ++k) {
+          U = store.binary(BinOp::Mul, U, fr.alpha[k], up);
+          TermP Z = store.constant(-0.0, up);
+          for (std::int64_t j = 0; j < bt.block; ++j) {
+            const std::size_t key = k * static_cast<std::size_t>(bt.block) + static_cast<std::size_t>(j);
+            if (key >= static_cast<std::size_t>(n)) continue;
+            if (!v_of_key[key]) throw std::runtime_error(fmt::format("{}[{}] does not read key {}", o, oc, key));
+            if (fr.skipped[k])
+              Z = store.binary(BinOp::Add, Z, store.binary(BinOp::Mul, store.constant(0.0, q), v_of_key[key], up), up);
+            else
+              U = store.binary(BinOp::Add, U, store.binary(BinOp::Mul, fr.exps[k][static_cast<std::size_t>(j)],
+                                                           v_of_key[key], up), up);
+          }
+          if (fr.skipped[k]) U = store.binary(BinOp::Add, U, Z, up);
+        }
+        if (target == store.convert(store.binary(BinOp::Div, U, fr.norm, up), op)) {
+          found = true;
+          skipping += skip;
+          break;
         }
       }
-      if (mt.at(o)[static_cast<std::size_t>(oc)] != store.convert(store.binary(BinOp::Div, U, fr.norm, up), op))
+      if (!found)
         throw std::runtime_error(fmt::format(
             "target cell {}[{}] is not the fold's numerator (blocks of {}) over its norm", o, oc, bt.block));
       ++matched;
     }
     if (matched == 0) throw std::runtime_error("no output cell is a value pass");
+    std::string skip_text;
+    if (skipping > 0) {
+      const SkipLemma lemma = block_skip_lemma(q, up, vnode->prec, limits);
+      if (!lemma.proved) throw std::runtime_error(lemma.detail);
+      skip_text = fmt::format("; {} cells skip their row's fully masked blocks, {}", skipping, lemma.detail);
+    }
     return fmt::format(
         "(i) recurrence: {} cells of {}: each is the composed (exp(x - m) / l)·v (source) and the fold's numerator in "
         "blocks of {} over its norm (target) of its row, as hash-consed terms over the scores at the max reduction "
-        "and the values; {} distinct terms",
-        matched, o, bt.block, store.size());
+        "and the values; {} distinct terms{}",
+        matched, o, bt.block, store.size(), skip_text);
   });
 }
 

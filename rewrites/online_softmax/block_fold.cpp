@@ -551,6 +551,7 @@ class FoldEmitter {
     fl_ = names.mint("os_floor_" + nz_.m);
     alpha_ = names.mint("os_rescale_" + nz_.l);
     rs_ = names.mint("os_block_sum_" + nz_.l);
+    lsum_ = names.mint("os_block_next_" + nz_.l);
     norm_ = names.mint("os_norm_" + nz_.l);
     // Row symbols: the max's row loops. The key index of cell j of block tb: bk·tb + j (+ from).
     for (const auto& r : nz_.rows) {
@@ -573,9 +574,23 @@ class FoldEmitter {
   }
 
   FoldEmission emit() {
-    std::vector<StmtP> body = block_scores();
-    block_state(body);
-    numerator(body);
+    std::vector<StmtP> computed = block_scores();
+    block_state(computed);
+    numerator(computed);
+    std::vector<StmtP> body;
+    if (live_) {
+      zero_sum_ = names_.mint("os_block_zero_sum_" + fm_.o);
+      z_nest_ = zero_sums();
+      for (const std::string& l : {rmax_, fl_, alpha_, rs_, lsum_}) body.push_back(declare_local(l, sp_));
+      body.push_back(if_(live_, std::move(computed)));
+      body.push_back(if_(binary(BinOp::Eq, live_, constant(0.0, Prec::I32), Prec::I32), skipped_block()));
+      body.push_back(set_local(mn_, L(rmax_)));
+      body.push_back(set_local(ln_, L(lsum_)));
+      norm(body);
+    } else {
+      body = std::move(computed);
+    }
+    block_outputs(body);
     return assemble(std::move(body));
   }
 
@@ -642,8 +657,9 @@ class FoldEmitter {
     };
     if (!fm_.chain_nests.empty()) {
       const Nest& xn = *fm_.chain_nests.front();
-      steps.push_back(set(tile_s_, tile_idx(Index::iter(j_)),
-                          rewrite_expr(xn.store->value, cell_map(xn, fold_idx_), inline_node)));
+      ExprP x = rewrite_expr(xn.store->value, cell_map(xn, fold_idx_), inline_node);
+      live_ = block_live_condition(x);
+      steps.push_back(set(tile_s_, tile_idx(Index::iter(j_)), std::move(x)));
     }
     std::vector<StmtP> body;
     if (tail_) {
@@ -656,6 +672,43 @@ class FoldEmitter {
       for (const StmtP& st : steps) body.push_back(over_keys(st));
     }
     return body;
+  }
+
+  // Block skipping (block_fold.h, "SKIPS"): x = where(pred, ·, -inf) with pred an integer
+  // predicate of the indices that can only turn from true to false as the key grows within a block
+  // (lt of affine indices whose difference grows with j, and max / min of such). Then the block has
+  // a live cell iff its first key does: pred at j = 0 is the block's live condition. Null when x is
+  // not of that form (no skip is emitted).
+  ExprP block_live_condition(const ExprP& x) const {
+    if (!x || x->kind != ExprKind::Ternary || x->ternop() != TernOp::Where) return nullptr;
+    const ExprP& fill = x->args[2];
+    if (fill->kind != ExprKind::Const || !std::isinf(fill->value) || fill->value > 0) return nullptr;
+    if (!falls_with_key(x->args[0])) return nullptr;
+    std::map<std::string, Index> first = {{j_, Index{{}, 0}}};
+    auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
+    return rewrite_expr(x->args[0], first, keep_reads);
+  }
+  std::int64_t key_coef(const ExprP& e) const {
+    if (e->kind != ExprKind::EmbedIndex) return 0;
+    std::int64_t c = 0;
+    for (const auto& t : e->indices[0].canonical().terms)
+      if (t.sym == j_) c += t.coef;
+    return c;
+  }
+  bool falls_with_key(const ExprP& e) const {
+    if (!e || e->prec != Prec::I32 || e->kind != ExprKind::Binary) return false;
+    auto leaf = [](const ExprP& a) {
+      return a->prec == Prec::I32 && (a->kind == ExprKind::EmbedIndex || a->kind == ExprKind::Const);
+    };
+    switch (e->binop()) {
+      case BinOp::Lt:
+        return leaf(e->args[0]) && leaf(e->args[1]) && key_coef(e->args[0]) - key_coef(e->args[1]) >= 0;
+      case BinOp::Max:
+      case BinOp::Min:
+        return falls_with_key(e->args[0]) && falls_with_key(e->args[1]);
+      default:
+        return false;
+    }
   }
 
   // The contraction's row operand (the factor that does not depend on the key: q) is copied once
@@ -689,30 +742,62 @@ class FoldEmitter {
   }
 
   // The running max over the block in key order, the floors, the rescale, the exponentials in
-  // place, the rescaled sum and what a row with no live key stores.
+  // place, the rescaled sum and what a row with no live key stores. With skipping, the block's max
+  // and sum go to locals declared before the two branches (the carried values are written at the
+  // scan body's top level, after them).
   void block_state(std::vector<StmtP>& body) const {
     const Prec sp = sp_;
-    body.push_back(declare_local(rmax_, sp));
+    if (!live_) body.push_back(declare_local(rmax_, sp));
     body.push_back(set_local(rmax_, L(mp_)));
     body.push_back(over_keys(set_local(rmax_, binary(BinOp::Max, L(rmax_), s_cell_, sp))));
-    body.push_back(set_local(mn_, L(rmax_)));
-    body.push_back(declare_local(fl_, sp));
-    body.push_back(set_local(fl_, floor_at_lowest(L(mn_))));
-    body.push_back(declare_local(alpha_, sp));
-    body.push_back(set_local(alpha_, unary(UnOp::Exp, binary(BinOp::Sub, floor_at_lowest(L(mp_)), L(fl_), sp), sp)));
+    if (!live_) {
+      body.push_back(set_local(mn_, L(rmax_)));
+      body.push_back(declare_local(fl_, sp));
+    }
+    body.push_back(set_local(fl_, floor_at_lowest(L(live_ ? rmax_ : mn_))));
+    if (!live_) body.push_back(declare_local(alpha_, sp));
+    body.push_back(set_local(alpha_, rescale()));
     body.push_back(over_keys(set(tile_s_, tile_idx(Index::iter(j_)),
                                  unary(UnOp::Exp, binary(BinOp::Sub, s_cell_, L(fl_), sp), sp))));
-    body.push_back(declare_local(rs_, sp));
+    if (!live_) body.push_back(declare_local(rs_, sp));
     body.push_back(set_local(rs_, constant(0.0, sp)));
     body.push_back(over_keys(set_local(rs_, binary(BinOp::Add, L(rs_), s_cell_, sp))));
-    body.push_back(set_local(ln_, binary(BinOp::Add, binary(BinOp::Mul, L(lp_), L(alpha_), sp), L(rs_), sp)));
-    body.push_back(declare_local(norm_, sp));
-    body.push_back(set_local(norm_, ternary(TernOp::Where, binary(BinOp::Eq, L(mn_), constant(-INFINITY, sp), sp),
-                                            constant(NAN, sp), L(ln_), sp)));
+    body.push_back(set_local(live_ ? lsum_ : ln_, rescaled_sum()));
+    if (!live_) norm(body);
+  }
+  void norm(std::vector<StmtP>& body) const {
+    body.push_back(declare_local(norm_, sp_));
+    body.push_back(set_local(norm_, ternary(TernOp::Where, binary(BinOp::Eq, L(mn_), constant(-INFINITY, sp_), sp_),
+                                            constant(NAN, sp_), L(ln_), sp_)));
+  }
+  ExprP rescale() const {
+    return unary(UnOp::Exp, binary(BinOp::Sub, floor_at_lowest(L(mp_)), L(fl_), sp_), sp_);
+  }
+  ExprP rescaled_sum() const { return binary(BinOp::Add, binary(BinOp::Mul, L(lp_), L(alpha_), sp_), L(rs_), sp_); }
+
+  // What a computed block does to the state when every one of its scores is -inf, in O(value cells)
+  // (block_fold.h, "SKIPS"): the max unchanged, the same floor and rescale, the sum of b cells
+  // exp(-inf - fl) (each +0, or NaN when fl is: the sum is 0 + that cell), and U rescaled plus the
+  // block's zero sum Z (the products 0·v summed from -0: x + 0·v_1 + … + 0·v_b is x + Z bit for bit).
+  std::vector<StmtP> skipped_block() const {
+    const Prec sp = sp_;
+    std::vector<StmtP> body;
+    body.push_back(set_local(rmax_, L(mp_)));
+    body.push_back(set_local(fl_, floor_at_lowest(L(rmax_))));
+    body.push_back(set_local(alpha_, rescale()));
+    body.push_back(set_local(rs_, binary(BinOp::Add, constant(0.0, sp),
+                                         unary(UnOp::Exp, binary(BinOp::Sub, constant(-INFINITY, sp), L(fl_), sp), sp),
+                                         sp)));
+    body.push_back(set_local(lsum_, rescaled_sum()));
+    const ExprP u_read = tile_at(tile_u_, u_cell_, up_);
+    body.push_back(over_values(set(tile_u_, tile_idx(u_cell_),
+                                   binary(BinOp::Add, binary(BinOp::Mul, u_read, L(alpha_), up_),
+                                          get(zero_sum_, zero_sum_idx(Index::iter(tb_)), up_), up_))));
+    return body;
   }
 
   // The numerator U over the value loops (fresh symbols, indexed like O's value axes): rescaled,
-  // accumulating p·v (tail-guarded); the row state stored when read later; O on the last block.
+  // accumulating p·v (tail-guarded).
   void numerator(std::vector<StmtP>& body) {
     const Nest& vn = *fm_.value_nest;
     const auto red = *reduction_of(vn);
@@ -720,15 +805,14 @@ class FoldEmitter {
     const bool p_first = is_get(f0) && f0->name == fm_.p;
     const ExprP& pr = p_first ? f0 : red.other->args[1];
     const ExprP& vr = p_first ? red.other->args[1] : f0;
-    std::map<std::string, Index> vmap;
     for (std::size_t a = 0; a < pr->indices.size(); ++a) {
       const Index i = pr->indices[a].canonical();
-      if (i.is_plain_iterator()) vmap[i.terms[0].sym] = fold_idx_[a];
+      if (i.is_plain_iterator()) vmap_[i.terms[0].sym] = fold_idx_[a];
     }
     for (const auto& l : fm_.value_loops) {
       NestLoop f = l;
       f.sym = names_.mint("os_" + l.sym);
-      vmap[l.sym] = Index::iter(f.sym);
+      vmap_[l.sym] = Index::iter(f.sym);
       vloops_.push_back(f);
     }
     // U's cell: the value loops' cells flattened.
@@ -742,17 +826,55 @@ class FoldEmitter {
     const ExprP u_read = tile_at(tile_u_, u_cell_, up_);
     body.push_back(over_values(set(tile_u_, tile_idx(u_cell_), binary(BinOp::Mul, u_read, get_local(alpha_, sp_), up_))));
     auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
-    StmtP acc = set(tile_u_, tile_idx(u_cell_),
-                    binary(BinOp::Add, u_read, binary(BinOp::Mul, s_cell_, rewrite_expr(vr, vmap, keep_reads), up_), up_));
+    v_read_ = rewrite_expr(vr, vmap_, keep_reads);
+    StmtP acc = set(tile_u_, tile_idx(u_cell_), binary(BinOp::Add, u_read, product(s_cell_), up_));
     std::vector<StmtP> g = guarded({acc});
     body.push_back(over_values(over_keys(g.size() == 1 ? g[0] : seq(g))));
+  }
+  ExprP product(ExprP p) const { return binary(BinOp::Mul, std::move(p), v_read_, up_); }
+
+  // After every block: the row state stored when read later, O on the last block.
+  void block_outputs(std::vector<StmtP>& body) const {
+    const Nest& vn = *fm_.value_nest;
     if (fm_.m_live) body.push_back(set(nz_.m, nz_.m_idcs, L(mn_)));
     if (fm_.l_live) body.push_back(set(nz_.l, nz_.l_idcs, L(norm_)));
-    StmtP out = over_values(set(fm_.o, subst(vn.store->indices, vmap), binary(BinOp::Div, u_read, get_local(norm_, sp_), up_)));
+    const ExprP u_read = tile_at(tile_u_, u_cell_, up_);
+    StmtP out = over_values(set(fm_.o, subst(vn.store->indices, vmap_), binary(BinOp::Div, u_read, get_local(norm_, sp_), up_)));
     body.push_back(if_(binary(BinOp::Eq, embed_index(Index::iter(tb_), Prec::I32),
                               constant(static_cast<double>(nkb_ - 1), Prec::I32), Prec::I32),
                        {out}));
   }
+
+  // The zero sums Z[tb, value cell, v's row axes] = -0 + 0·v[key 0] + … over each block's keys
+  // (tail-guarded), computed once before the fold: only the row axes v is indexed by.
+  StmtP zero_sums() {
+    for (std::size_t r = 0; r < nz_.rows.size(); ++r) {
+      bool read = false;
+      for (const Index& i : v_read_->indices) read = read || i.mentions(nz_.rows[r].sym);
+      if (read) z_rows_.push_back(r);
+    }
+    std::vector<std::int64_t> dims = {nkb_, value_cells_};
+    for (std::size_t r : z_rows_) dims.push_back(nz_.rows[r].to - nz_.rows[r].from + 1);
+    Node z;
+    z.name = zero_sum_;
+    z.dims = dims;
+    z.prec = up_;
+    extra_tiles_.push_back(z);
+    const std::vector<Index> at = zero_sum_idx(Index::iter(tb_));
+    std::vector<StmtP> g = guarded({set(zero_sum_, at, binary(BinOp::Add, get(zero_sum_, at, up_),
+                                                               product(constant(0.0, sp_)), up_))});
+    StmtP nest = over_values(seq({set(zero_sum_, at, constant(-0.0, up_)), over_keys(g.size() == 1 ? g[0] : seq(g))}));
+    nest = for_loop(tb_, 0, nkb_ - 1, {nest});
+    for (auto it = z_rows_.rbegin(); it != z_rows_.rend(); ++it)
+      nest = for_loop(nz_.rows[*it].sym, nz_.rows[*it].from, nz_.rows[*it].to, {nest});
+    return nest;
+  }
+  std::vector<Index> zero_sum_idx(Index block) const {
+    std::vector<Index> idx = {std::move(block), u_cell_};
+    for (std::size_t r : z_rows_) idx.push_back(row_idx_[r]);
+    return idx;
+  }
+
   StmtP over_values(StmtP s) const {
     for (auto it = vloops_.rbegin(); it != vloops_.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
     return s;
@@ -769,6 +891,7 @@ class FoldEmitter {
     StmtP fold = seq(row_body);
     for (auto it = nz_.rows.rbegin(); it != nz_.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
     FoldEmission em;
+    if (z_nest_) em.stmts.push_back(z_nest_);
     em.stmts.push_back(fold);
     for (int p : fm_.moved) em.stmts.push_back(view_.line(p).stmt);
     em.tiles = {tile(tile_s_, bk_, sp_), tile(tile_u_, value_cells_, up_)};
@@ -783,12 +906,17 @@ class FoldEmitter {
   Prec sp_ = Prec::F32, up_ = Prec::F32;
   std::int64_t sk_ = 0, bk_ = 0, nkb_ = 0, value_cells_ = 1;
   bool tail_ = false;
-  std::string tb_, j_, tile_s_, tile_u_, mp_, mn_, lp_, ln_, rmax_, fl_, alpha_, rs_, norm_;
+  std::string tb_, j_, tile_s_, tile_u_, mp_, mn_, lp_, ln_, rmax_, fl_, alpha_, rs_, lsum_, norm_;
   std::vector<Index> row_idx_, fold_idx_;
   std::vector<std::int64_t> row_dims_;
   Index key_, u_cell_;
   ExprP s_cell_;
   std::vector<NestLoop> vloops_;
+  std::map<std::string, Index> vmap_;
+  ExprP v_read_, live_;
+  std::string zero_sum_;
+  std::vector<std::size_t> z_rows_;
+  StmtP z_nest_;
   std::vector<StmtP> row_copies_;
   std::vector<Node> extra_tiles_;
 };
