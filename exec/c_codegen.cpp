@@ -598,6 +598,35 @@ class CGenerator {
     if (rest > 0) block(Aff{{}, from + full * per}, rest);
   }
 
+  // A guard whose condition differs between lanes (a fold's skip of a masked key block: the
+  // condition reads the row): the lanes' conditions are evaluated first; when every lane takes the
+  // body it runs lane by lane as the band's statements (vectorized), when some do it runs whole
+  // inside each lane that takes it (as any guard), when none do it is skipped. Each lane computes
+  // what its own iteration computes either way. Not nested: a split guard's body keeps its own
+  // guards per lane (the code would double per level).
+  void agreeing_lanes_guard(const Stmt& s) {
+    const std::string all = em_.fresh("all"), any = em_.fresh("any");
+    em_.open("");
+    em_.line(fmt::format("int {} = 1, {} = 0;", all, any));
+    open_lanes(false);
+    em_.line(fmt::format("if ({} != 0) {} = 1; else {} = 0;", em_.expr(s.value), any, all));
+    close_lanes();
+    em_.open(fmt::format("if ({})", all));
+    ++split_guards_;
+    em_.push_scope();
+    lane_list(s.body);
+    em_.pop_scope();
+    --split_guards_;
+    em_.close();
+    em_.open(fmt::format("else if ({})", any));
+    open_lanes(false);
+    em_.stmt(s);
+    close_lanes();
+    em_.close();
+    em_.close();
+  }
+  int split_guards_ = 0;
+
   // A guard whose condition is the same in every lane: it mentions no lane-indexed value (no local
   // or carried value, no index with the lane symbol). It runs as one scalar `if` around the lanes.
   bool uniform_guard(const Stmt& s) const {
@@ -796,6 +825,10 @@ class CGenerator {
           lane_list(s.body);
           em_.pop_scope();
           em_.close();
+          return;
+        }
+        if (s.kind == StmtKind::If && split_guards_ == 0) {
+          agreeing_lanes_guard(s);
           return;
         }
         open_lanes(false);

@@ -21,7 +21,7 @@ namespace {
 
 SkipLemma prove(Prec q, Prec up, std::optional<Prec> vp, const Limits& limits) {
   TermStore s;
-  const TermP NEG = s.constant(-INFINITY, q), LOW = s.constant(osm::lowest_finite(q), q);
+  const TermP NEG = s.constant(-INFINITY, q), LOW = s.constant(osm::lowest_finite(q), q), NaN_q = s.constant(NAN, q);
   const TermP mp = s.var("m", 0, q), other = s.var("y", 0, q);
   // The skip branch's floor and rescale (the block's max is the previous one) and the exponential
   // of a -inf score under that floor.
@@ -29,22 +29,30 @@ SkipLemma prove(Prec q, Prec up, std::optional<Prec> vp, const Limits& limits) {
   const TermP alpha = s.unary(UnOp::Exp, s.binary(BinOp::Sub, s.binary(BinOp::Max, mp, LOW, q), fl, q), q);
   const TermP t0 = s.unary(UnOp::Exp, s.binary(BinOp::Sub, NEG, fl, q), q);
   const TermP zero_q = s.constant(0.0, q);
+  const TermP fl_is_num = s.binary(BinOp::Eq, fl, fl, q);  // false exactly when fl is NaN
   std::vector<std::pair<std::string, std::pair<TermP, TermP>>> queries = {
       {"max", {s.ternary(TernOp::Where, s.binary(BinOp::Eq, other, NEG, q), s.binary(BinOp::Max, mp, other, q), mp, q),
                mp}},
+      // t0 is +0, or NaN exactly when fl is, and then α is NaN too.
+      {"floor", {t0, s.ternary(TernOp::Where, fl_is_num, zero_q, NaN_q, q)}},
+      {"rescale", {s.ternary(TernOp::Where, fl_is_num, zero_q, alpha, q), s.ternary(TernOp::Where, fl_is_num, zero_q, NaN_q, q)}},
       {"sum", {s.binary(BinOp::Add, s.binary(BinOp::Add, zero_q, t0, q), t0, q), s.binary(BinOp::Add, zero_q, t0, q)}},
   };
   if (vp) {
-    const TermP u = s.var("U", 0, up), w = s.var("w", 0, up), v = s.var("v", 0, *vp);
-    const TermP zero_up = s.constant(0.0, up);
-    const TermP x = s.binary(BinOp::Mul, u, alpha, up);
-    const TermP Z = s.binary(BinOp::Mul, zero_up, w, up);  // ranges over {+0, -0, NaN}
-    const TermP zv = s.binary(BinOp::Mul, zero_q, v, up);
-    const TermP next = s.binary(BinOp::Add, Z, zv, up);
+    // With t0 = +0 the block's products are 0·v, the zero sum's own terms; with fl NaN, α and hence
+    // x = U·α are NaN and both sides are NaN. What remains are additions of zeros and NaNs.
+    const TermP x = s.var("x", 0, up), v = s.var("v", 0, *vp);
+    const TermP NaN_u = s.constant(NAN, up), zero_u = s.constant(0.0, up);
+    auto zero_or_nan = [&](TermP t) {  // t where t is ±0, NaN elsewhere
+      return s.ternary(TernOp::Where, s.binary(BinOp::Eq, t, zero_u, up), t, NaN_u, up);
+    };
+    const TermP Z = zero_or_nan(s.var("w", 0, up)), P = zero_or_nan(s.var("p", 0, up));
+    const TermP pv = s.binary(BinOp::Mul, zero_q, v, up);
+    const TermP next = s.binary(BinOp::Add, Z, P, up);
+    queries.push_back({"product", {pv, zero_or_nan(pv)}});
     queries.push_back({"base", {x, s.binary(BinOp::Add, x, s.constant(-0.0, up), up)}});
-    queries.push_back({"step", {s.binary(BinOp::Add, s.binary(BinOp::Add, x, Z, up), s.binary(BinOp::Mul, t0, v, up), up),
-                                s.binary(BinOp::Add, x, next, up)}});
-    queries.push_back({"closed", {next, s.binary(BinOp::Mul, next, zero_up, up)}});
+    queries.push_back({"step", {s.binary(BinOp::Add, s.binary(BinOp::Add, x, Z, up), P, up), s.binary(BinOp::Add, x, next, up)}});
+    queries.push_back({"closed", {next, zero_or_nan(next)}});
   }
   smt::FpQueryOptions fo;
   fo.cut_shared = false;  // the queries need the link between α, t0 and the floor

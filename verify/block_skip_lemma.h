@@ -4,15 +4,17 @@
 // cells) skip branch leaves the row state — max, sum and numerator — bit for bit as the computed
 // block would. Proved once per (state, numerator, value) precisions with Z3's floating-point theory
 // over every value (NaN, infinities and signed zeros included), exp uninterpreted but for its
-// specified values, by five queries, each unsat:
-//   max     max(x, -inf) = x (the block's max is the previous max; the term store's own rule)
-//   sum     with t0 = exp(-inf - fl), fl = max(m, LOWEST): (0 + t0) + t0 = 0 + t0, so the b cells'
-//           sum is 0 + t0 for every b >= 1
-//   base    x + -0 = x (the numerator before the block's additions: x = U·α)
-//   step    (x + Z) + t0·v = x + (Z + 0·v) for every zero-or-NaN Z: by induction over the block's
-//           keys, x + t0·v_1 + … + t0·v_b = x + Z_b with Z_b = -0 + 0·v_1 + … + 0·v_b
-//   closed  Z + 0·v is again zero or NaN (y = y·0 holds exactly for y in {+0, -0, NaN})
-// (for every b, by induction over the keys; t0 is +0 or NaN — exactly when fl, hence α, is NaN).
+// specified values, each query unsat:
+//   max      max(x, -inf) = x (the block's max is the previous max; the term store's own rule)
+//   floor    t0 = exp(-inf - fl), fl = max(m, LOWEST), is +0, or NaN exactly when fl is NaN
+//   rescale  and then α = exp(max(m, LOWEST) - fl) is NaN too (so U·α is NaN on both sides)
+//   sum      (0 + t0) + t0 = 0 + t0: the b cells' sum is 0 + t0 for every b >= 1
+//   product  with t0 = +0 a cell's product t0·v is 0·v, a zero or NaN for every v
+//   base     x + -0 = x (the numerator before the block's additions: x = U·α)
+//   step     (x + Z) + P = x + (Z + P) for zeros-or-NaNs Z, P: by induction over the block's keys,
+//            x + 0·v_1 + … + 0·v_b = x + Z_b with Z_b = -0 + 0·v_1 + … + 0·v_b
+//   closed   Z + P is again a zero or NaN
+// (the sum and numerator for every b by induction over the keys).
 
 #include <optional>
 #include <string>

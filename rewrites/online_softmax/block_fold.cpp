@@ -891,6 +891,7 @@ class FoldEmitter {
     StmtP fold = seq(row_body);
     for (auto it = nz_.rows.rbegin(); it != nz_.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
     FoldEmission em;
+    em.skips = z_nest_ != nullptr;
     if (z_nest_) em.stmts.push_back(z_nest_);
     em.stmts.push_back(fold);
     for (int p : fm_.moved) em.stmts.push_back(view_.line(p).stmt);
@@ -945,9 +946,10 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
   const std::int64_t bk = std::min(fm.block, sk);
   app.matched = {{"x", nz.x}, {"m", nz.m}, {"l", nz.l}, {"p", fm.p}, {"o", fm.o}, {"v", fm.v}, {"scores", fm.s}};
   app.emitted = fmt::format(
-      "one scan per row over {} key block{} of {} ({}), tiles {} and {}; {} moved behind it{}",
+      "one scan per row over {} key block{} of {} ({}), tiles {} and {}{}; {} moved behind it{}",
       (sk + bk - 1) / bk, (sk + bk - 1) / bk == 1 ? "" : "s", bk, sk % bk ? "a guarded tail padded with -inf" : "no tail",
       emitted.tiles[0].name, emitted.tiles[1].name,
+      emitted.skips ? "; a block the -inf mask hides entirely is skipped (the state updated in O(value cells))" : "",
       fm.moved.empty() ? "no definition" : fmt::format("{} definition{}", fm.moved.size(), fm.moved.size() == 1 ? "" : "s"),
       fm.score_chain_removed ? "; the score chain removed" : "; the score chain kept (read elsewhere)");
   const Prec sp = state_prec(nz.score_prec);

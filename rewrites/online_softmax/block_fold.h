@@ -39,6 +39,20 @@
 // and its zero-out, zero O, the value pass, the dead row-state definitions, and the score chain
 // (S's zero and contraction, the pointwise chain) where nothing else reads it.
 //
+// SKIPS (fully masked key blocks), when x's definition is where(pred, ·, -inf) with pred an i32
+// predicate of the indices that can only turn from true to false as the key grows inside a block
+// (lt of affine indices whose difference grows with the key, and max / min of such: causal,
+// padding and prefix masks): live := pred at the block's first key. Then
+//   Z[tb, e, v's row axes] = -0 + 0·v[.., bk·tb + j, e] over the block's keys  (once, before the rows)
+//   and per block:  if live { the block as above, its max and sum into locals }
+//                   if live == 0 { max := mp; fl, α as above; sum := 0 + exp(-inf - fl);
+//                                  ln := lp·α + sum; U[e] = U[e]·α + Z[tb, e] }
+//   then mn := max, ln := sum (the carried values, at the scan body's top level).
+// A block with no live key has all its scores -inf, and then the skip branch's state is the
+// computed block's bit for bit (NaN, infinities and signed zeros included: verify/
+// block_skip_lemma.h), in O(value cells) instead of the block's contractions and exponentials. No
+// skip for any other mask (a finite or NaN fill, a mask tensor, live keys that are not a prefix).
+//
 // CLAIMS: exact `fold-max` (m, when it lands: the same maxima in the same order — padded cells are
 // -inf, which max leaves alone); bounded `fold-sum` (l: shape 1's recurrence, block by block;
 // certified: docs/bounds.md §7's induction for every n and b) and `fold-output` (O: the value
@@ -104,6 +118,7 @@ std::variant<FoldPlan, Decline> match_fold(const RoutineView& view, const Normal
 struct FoldEmission {
   std::vector<StmtP> stmts;
   std::vector<Node> tiles;
+  bool skips = false;  // fully masked blocks are skipped (SKIPS)
 };
 FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter& names);
 

@@ -541,11 +541,13 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
   const std::string& ln = fp.ln;
   add("sum-not-rescaled", "the running sum is not rescaled when the maximum rises (l' = l + block sum)",
       map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
-        if (s->kind != StmtKind::SetLocal || s->name != ln || s->value->kind != ExprKind::Binary) return s;
+        // l' = l·α + block sum, into the carried sum (or, with skipping, the block's local).
+        const bool sum = s->kind == StmtKind::SetLocal && (s->name == ln || s->name.rfind("os_block_next_", 0) == 0);
+        if (!sum || s->value->kind != ExprKind::Binary) return s;
         const ExprP& v = s->value;
         const ExprP& prod = v->args[0];
         if (prod->kind != ExprKind::Binary || prod->binop() != BinOp::Mul) return s;
-        return set_local(ln, binary(BinOp::Add, prod->args[0], v->args[1], v->prec));
+        return set_local(s->name, binary(BinOp::Add, prod->args[0], v->args[1], v->prec));
       }));
   add("rescale-swapped", "the rescale exponent subtracts the old floored maximum from the new one",
       map_fold_body(tgt, fp, [&](const StmtP& s) -> StmtP {
@@ -630,6 +632,67 @@ std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& ap
         c->body = {mutated};
         return StmtP(c);
       }));
+  // The skip of fully masked blocks (block_fold.h, "SKIPS"), when the fold has one: the live
+  // condition is `if c` before `if c == 0`.
+  auto skip_pair = [](const std::vector<StmtP>& body) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i + 1 < body.size(); ++i)
+      if (body[i]->kind == StmtKind::If && body[i + 1]->kind == StmtKind::If &&
+          equal(body[i + 1]->value, binary(BinOp::Eq, body[i]->value, constant(0.0, Prec::I32), Prec::I32)))
+        return i;
+    return std::nullopt;
+  };
+  auto mutate_skip = [&](const std::function<void(std::vector<StmtP>&, std::size_t)>& g) {
+    return mutate_fold(tgt, fp, [&](const Stmt& scan) {
+      auto c = std::make_shared<Stmt>(scan);
+      if (auto at = skip_pair(c->body)) g(c->body, *at);
+      return StmtP(c);
+    });
+  };
+  std::vector<StmtP> scan_body;
+  mutate_fold(tgt, fp, [&](const Stmt& scan) {
+    scan_body = scan.body;
+    return std::make_shared<Stmt>(scan);
+  });
+  if (skip_pair(scan_body)) {
+    add("skip-live-block", "the live condition tests the block's second key: a block whose first key alone is live is "
+                           "skipped",
+        mutate_skip([&](std::vector<StmtP>& body, std::size_t at) {
+          const ExprP c = map_expr(body[at]->value, [&](const ExprP& x) -> ExprP {
+            if (x->kind != ExprKind::EmbedIndex || x->indices[0].terms.empty()) return x;
+            bool keyed = false;  // the block's first key: a multiple of the block symbol
+            for (const auto& t : x->indices[0].terms) keyed = keyed || t.sym.rfind("os_block_", 0) == 0;
+            if (!keyed || x->indices[0].terms.size() != 1) return x;
+            Index i = x->indices[0];
+            i.offset += 1;
+            return embed_index(i, x->prec);
+          });
+          for (std::size_t k : {at, at + 1}) {
+            auto g = std::make_shared<Stmt>(*body[k]);
+            g->value = k == at ? c : binary(BinOp::Eq, c, constant(0.0, Prec::I32), Prec::I32);
+            body[k] = g;
+          }
+        }));
+    add("skip-without-zero-sum", "a skipped block rescales the numerator but drops its zero sum (-0 + 0·v: NaN from "
+                                 "an infinite or NaN value of a masked key)",
+        mutate_skip([&](std::vector<StmtP>& body, std::size_t at) {
+          auto g = std::make_shared<Stmt>(*body[at + 1]);
+          g->body = map_stmt(seq(g->body), [&](const StmtP& s) -> StmtP {
+                      if (!numerator(*s) || s->value->kind != ExprKind::Binary || s->value->binop() != BinOp::Add)
+                        return s;
+                      return set(s->name, s->indices, s->value->args[0]);
+                    })->body;
+          body[at + 1] = g;
+        }));
+    add("skip-resets-max", "a skipped block resets the running maximum to -inf",
+        mutate_skip([&](std::vector<StmtP>& body, std::size_t at) {
+          auto g = std::make_shared<Stmt>(*body[at + 1]);
+          g->body = map_stmt(seq(g->body), [&](const StmtP& s) -> StmtP {
+                      if (s->kind != StmtKind::SetLocal || s->name != fp.rmax) return s;
+                      return set_local(fp.rmax, constant(-INFINITY, sp));
+                    })->body;
+          body[at + 1] = g;
+        }));
+  }
   return out;
 }
 

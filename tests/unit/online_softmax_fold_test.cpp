@@ -12,6 +12,7 @@
 
 #include "attention_reference.h"
 #include "core/interpreter.h"
+#include "core/numerics.h"
 #include "exec/c_executor.h"
 #include "frontend/attention.h"
 #include "jit_test_options.h"
@@ -173,6 +174,82 @@ TEST(OnlineSoftmaxFold, CompiledCIsBitwiseTheInterpreter) {
     SCOPED_TRACE(names[i]);
     TensorMap in = testref::make_inputs(rs[i], 5 + i);
     EXPECT_TRUE(testing::bitwise_equal(interpret(rs[i], in), progs[i]->run(in)));
+  }
+}
+
+// ---- skipped key blocks (block_fold.h, "SKIPS") -------------------------------------------------
+
+// The fold with every skip undone: each `if live { computed block }` followed by `if live == 0 {
+// skip }` becomes the computed block alone (the reference the skip must equal bit for bit).
+std::vector<StmtP> unskip(const std::vector<StmtP>& body, int& undone) {
+  std::vector<StmtP> out;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const StmtP& st = body[i];
+    if (st->kind == StmtKind::If && i + 1 < body.size() && body[i + 1]->kind == StmtKind::If &&
+        equal(body[i + 1]->value, binary(BinOp::Eq, st->value, constant(0.0, Prec::I32), Prec::I32))) {
+      for (const auto& b : unskip(st->body, undone)) out.push_back(b);
+      ++i;
+      ++undone;
+      continue;
+    }
+    if (st->body.empty()) {
+      out.push_back(st);
+      continue;
+    }
+    auto copy = std::make_shared<Stmt>(*st);
+    copy->body = unskip(st->body, undone);
+    out.push_back(copy);
+  }
+  return out;
+}
+Routine unskipped(const Routine& r, int& undone) {
+  Routine u = r;
+  u.body = seq(unskip(r.body->body, undone));
+  return u;
+}
+
+// Inputs with the values hostile where a skip could show: ±inf, NaN, -0 and subnormals among v,
+// some of them in masked keys, and large scores (α underflowing to 0 flushes U to ±0).
+TensorMap hostile_inputs(const Routine& r, std::uint64_t seed) {
+  TensorMap in = testref::make_inputs(r, seed);
+  const double specials[] = {INFINITY, -INFINITY, NAN, -0.0, 0.0, -1e-40, 1e-40, -3.0};
+  for (auto& [name, t] : in) {
+    for (std::int64_t c = 0; c < t.size(); ++c) {
+      const std::uint64_t h = (seed * 1000003u + static_cast<std::uint64_t>(c) * 7919u) % 23u;
+      const auto cell = static_cast<std::size_t>(c);
+      if (name == "v" && h < 8) t.data[cell] = round_to(t.prec, specials[h]);
+      if (name == "q" && h == 9) t.data[cell] = 40.0;
+    }
+  }
+  return in;
+}
+
+// Skipping a fully masked block leaves every output bit for bit as computing it, NaN, infinities
+// and signed zeros included; the skip is emitted only for a monotone -inf mask.
+TEST(OnlineSoftmaxFold, SkippedBlocksAreBitForBitTheComputedOnes) {
+  int checked = 0;
+  for (Case c : {Case{"causal", "-inf", 12, 12, 4}, Case{"causal", "-inf", 5, 13, 3}, Case{"causal", "-inf", 9, 9, 2, Prec::F16},
+                 Case{"padding:5", "-inf", 4, 11, 2}, Case{"prefix:2", "-inf", 10, 10, 3}, Case{"causal", "-inf", 8, 8, 4, Prec::F64},
+                 Case{"causal", "-inf", 8, 11, 4, Prec::F32, true}, Case{"causal", "-inf", 7, 7, 1}}) {
+    SCOPED_TRACE(name(c));
+    const Routine folded = run_tier(build_attention(spec_of(c)), fold_on(c.block)).routine;
+    int undone = 0;
+    const Routine reference = unskipped(folded, undone);
+    EXPECT_EQ(undone, 1) << "the fold emits one skip";
+    ASSERT_TRUE(well_formed(reference));
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      const TensorMap in = hostile_inputs(folded, seed);
+      EXPECT_TRUE(testing::bitwise_equal(interpret(reference, in), interpret(folded, in)));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 24);
+  // No skip without a mask, under a finite or NaN fill, or a mask whose live keys are not a prefix.
+  for (Case c : {Case{"none", "-inf", 6, 6, 2}, Case{"causal", "-1e4", 6, 6, 2}, Case{"causal", "nan", 6, 6, 2}}) {
+    SCOPED_TRACE(name(c));
+    int undone = 0;
+    unskipped(run_tier(build_attention(spec_of(c)), fold_on(c.block)).routine, undone);
+    EXPECT_EQ(undone, 0);
   }
 }
 

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "verify/block_skip_lemma.h"
+
 #include <cmath>
 
 #include "core/checker.h"
@@ -123,6 +127,32 @@ TEST(VerifySmt, MaxWithMinusInfinityIsTheOtherOperand) {
                   .status,
               smt::SmtStatus::Sat);
   }
+}
+
+// The block-skip lemma (verify/block_skip_lemma.h) at the fold's precisions, and what it rules
+// out: without the zero sum Z, or without t0 in the block's sum, a query is sat.
+TEST(VerifySmt, BlockSkipLemmaIsProvedAndNotVacuous) {
+  Limits lim;
+  for (auto [q, up, v] : {std::tuple{Prec::F32, Prec::F32, Prec::F32}, std::tuple{Prec::F32, Prec::F32, Prec::F16},
+                          std::tuple{Prec::F32, Prec::F32, Prec::BF16}, std::tuple{Prec::F64, Prec::F64, Prec::F64}}) {
+    const SkipLemma l = block_skip_lemma(q, up, v, lim);
+    EXPECT_TRUE(l.proved) << l.detail;
+    EXPECT_NE(l.detail.find("step"), std::string::npos);
+  }
+  EXPECT_TRUE(block_skip_lemma(Prec::F32, Prec::F32, std::nullopt, lim).proved);
+  TermStore s;
+  const Prec p = Prec::F32;
+  TermP mp = s.var("m", 0, p), u = s.var("U", 0, p), v = s.var("v", 0, p);
+  TermP fl = s.binary(BinOp::Max, mp, s.constant(-3.4028234663852886e38, p), p);
+  TermP t0 = s.unary(UnOp::Exp, s.binary(BinOp::Sub, s.constant(-INFINITY, p), fl, p), p);
+  TermP alpha = s.unary(UnOp::Exp, s.binary(BinOp::Sub, fl, fl, p), p);
+  TermP x = s.binary(BinOp::Mul, u, alpha, p);
+  smt::FpQueryOptions fo;
+  fo.cut_shared = false;
+  // A skip that only rescales U: an infinite value of a masked key makes the computed block NaN.
+  auto o = smt::find_difference(s, {{s.binary(BinOp::Add, x, s.binary(BinOp::Mul, t0, v, p), p), x}}, fo, {});
+  ASSERT_EQ(o.status, smt::SmtStatus::Sat);
+  EXPECT_TRUE(std::isinf(o.inputs[v->var]) || std::isnan(o.inputs[v->var]) || o.inputs[u->var] == 0.0);
 }
 
 TEST(VerifySmt, RelativeBoundQueries) {
