@@ -253,6 +253,24 @@ TEST(OnlineSoftmaxFold, SkippedBlocksAreBitForBitTheComputedOnes) {
   }
 }
 
+// The compiled C runs the skip bitwise as the interpreter, in lane bands where every row agrees
+// (sq = sk, B = 16) and where the rows of a band disagree on a block (bottom-right causal, B = 7),
+// on hostile values.
+TEST(OnlineSoftmaxFold, CompiledSkipsAreBitwiseTheInterpreter) {
+  std::vector<Routine> rs;
+  for (Case c : {Case{"causal", "-inf", 40, 40, 16}, Case{"causal", "-inf", 37, 45, 7}, Case{"padding:20", "-inf", 18, 41, 8},
+                 Case{"causal", "-inf", 33, 33, 16, Prec::F32, true}})
+    rs.push_back(run_tier(build_attention(spec_of(c)), fold_on(c.block)).routine);
+  auto progs = compile_c_batch(rs, testing::jit_test_options());
+  ASSERT_EQ(progs.size(), rs.size());
+  for (std::size_t i = 0; i < rs.size(); ++i)
+    for (std::uint64_t seed : {1u, 2u}) {
+      SCOPED_TRACE(fmt::format("routine {} seed {}", i, seed));
+      const TensorMap in = hostile_inputs(rs[i], seed);
+      EXPECT_TRUE(testing::bitwise_equal(interpret(rs[i], in), progs[i]->run(in)));
+    }
+}
+
 // ---- declines: the two-pass form applies, with the reason code ------------------------------
 
 std::string decline_code(const Routine& r, std::int64_t block = 4) {
