@@ -66,6 +66,9 @@ FPC_FN double fpc_from_bits(fpc_u64 u) {
 FPC_FN fpc_u32 fpc_bits_of_f32(float x) {
   return (fpc_u32)__float_as_uint(x);
 }
+FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
+  return __uint_as_float(u);
+}
 FPC_FN fpc_i32 fpc_i32_wrap(fpc_u32 u) {
   return (fpc_i32)u; /* two's complement (nvcc) */
 }
@@ -84,6 +87,11 @@ FPC_FN fpc_u32 fpc_bits_of_f32(float x) {
   fpc_u32 u;
   memcpy(&u, &x, sizeof u);
   return u;
+}
+FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
 }
 FPC_FN fpc_i32 fpc_i32_wrap(fpc_u32 u) {
   fpc_i32 r;
@@ -232,19 +240,22 @@ FPC_FN double fpc_bf16_value(fpc_u16 bits) {
 
 /* ---- max / min ---------------------------------------------------------------------------- */
 
-/* IEEE 754-2019 maximum/minimum: NaN propagates, max(-0, +0) = +0, min(-0, +0) = -0. */
+/* IEEE 754-2019 maximum/minimum: NaN propagates, max(-0, +0) = +0, min(-0, +0) = -0. Written as
+ * selections of values computed without a trapping operation (no branches, and nothing an
+ * if-conversion under -ftrapping-math must not speculate: a NaN operand gives the quiet NaN
+ * constant, not a + b), so that loops over them vectorize. Equal operands differ at most in the
+ * sign of zero: max keeps the bits both have (AND: +0 unless both are -0), min either has (OR). */
 FPC_FN double fpc_fmax_nan(double a, double b) {
-  /* Written as selections (no branches) so that loops over it vectorize. */
   const double larger = a > b ? a : b;
-  const double tie = fpc_signbit(a) ? b : a;
+  const double tie = fpc_from_bits(fpc_bits_of(a) & fpc_bits_of(b));
   const double r = a == b ? tie : larger;
-  return (a != a || b != b) ? a + b : r;
+  return (a != a || b != b) ? fpc_from_bits(0x7ff8000000000000ull) : r;
 }
 FPC_FN double fpc_fmin_nan(double a, double b) {
   const double smaller = a < b ? a : b;
-  const double tie = fpc_signbit(a) ? a : b;
+  const double tie = fpc_from_bits(fpc_bits_of(a) | fpc_bits_of(b));
   const double r = a == b ? tie : smaller;
-  return (a != a || b != b) ? a + b : r;
+  return (a != a || b != b) ? fpc_from_bits(0x7ff8000000000000ull) : r;
 }
 /* The same on binary32 values (a float operation on floats is exact here: only a selection). */
 FPC_FN int fpc_signbitf(float x) {
@@ -252,15 +263,15 @@ FPC_FN int fpc_signbitf(float x) {
 }
 FPC_FN float fpc_fmaxf_nan(float a, float b) {
   const float larger = a > b ? a : b;
-  const float tie = fpc_signbitf(a) ? b : a;
+  const float tie = fpc_f32_from_bits(fpc_bits_of_f32(a) & fpc_bits_of_f32(b));
   const float r = a == b ? tie : larger;
-  return (a != a || b != b) ? a + b : r;
+  return (a != a || b != b) ? fpc_f32_from_bits(0x7fc00000u) : r;
 }
 FPC_FN float fpc_fminf_nan(float a, float b) {
   const float smaller = a < b ? a : b;
-  const float tie = fpc_signbitf(a) ? a : b;
+  const float tie = fpc_f32_from_bits(fpc_bits_of_f32(a) | fpc_bits_of_f32(b));
   const float r = a == b ? tie : smaller;
-  return (a != a || b != b) ? a + b : r;
+  return (a != a || b != b) ? fpc_f32_from_bits(0x7fc00000u) : r;
 }
 
 /* ---- i32 ---------------------------------------------------------------------------------- */
@@ -457,17 +468,6 @@ FPC_FN double fpc_exp64(double x) {
 #define FPC_EXP32_LOWEST -104.0f /* the definition clamps arguments to [LOWEST, HIGHEST]: */
 #define FPC_EXP32_HIGHEST 89.0f  /* exp(-104) rounds to +0 and exp(89) overflows */
 
-#if defined(__CUDACC__)
-FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
-  return __uint_as_float(u);
-}
-#else
-FPC_FN float fpc_f32_from_bits(fpc_u32 u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-#endif
 
 /* flashproof's binary32 exponential (exp.f32): a fixed sequence of binary32 + - * (no FMA, no
  * contraction), exactly docs/semantics.md section 5. Within FPC_EXP32_MAX_ULP ulps of exp(x) (of
