@@ -143,13 +143,15 @@ Certificate cert_of(const nlohmann::json& j) {
 
 // The fold's induction (docs/bounds.md §7): its own queries for l and for O and, of the scan's,
 // those about the composed side, the summed lemma, the final store and REL's closing (not the
-// scan's steps).
-std::vector<smt::InductionStep> fold_induction_steps(const smt::InductionQuery& q, const smt::SmtLimits& lim) {
+// scan's steps); and its blocks' cover of the keys (tail.*).
+std::vector<smt::InductionStep> fold_induction_steps(const smt::InductionQuery& q, Prec state,
+                                                     const smt::SmtLimits& lim) {
   std::vector<smt::InductionStep> steps;
   for (auto& st : smt::prove_normalizer_induction(q, lim))
     if (st.name.rfind("tgt.", 0) != 0 || st.name == "tgt.store") steps.push_back(std::move(st));
   for (auto& st : smt::prove_fold_induction(q, lim)) steps.push_back(std::move(st));
   for (auto& st : smt::prove_fold_output_induction(q, lim)) steps.push_back(std::move(st));
+  for (auto& st : smt::prove_block_cover(state, lim)) steps.push_back(std::move(st));
   return steps;
 }
 
@@ -167,7 +169,7 @@ Certificate compute_certificate(Prec storage, std::int64_t n, const Limits& limi
     lim.timeout_s = kInductionQueryTimeoutS;
     if (!dump_prefix.empty()) lim.dump_path = fmt::format("{}-induction-{}", dump_prefix, prec_name(storage));
     const std::vector<smt::InductionStep> steps =
-        block > 0 ? fold_induction_steps(q, lim) : smt::prove_normalizer_induction(q, lim);
+        block > 0 ? fold_induction_steps(q, state, lim) : smt::prove_normalizer_induction(q, lim);
     double total = 0, slowest = 0;
     std::string slowest_name, undecided;
     int proved = 0;

@@ -60,6 +60,19 @@ TEST(VerifyFoldInduction, ProvedAtEveryStatePrecision) {
   }
 }
 
+// The blocks cover the keys exactly for every (sk, B) — and would not with floor(sk / b) blocks.
+TEST(VerifyFoldInduction, BlocksCoverEveryKeyOnce) {
+  smt::SmtLimits lim;
+  lim.timeout_s = 30;
+  for (Prec p : {Prec::F32, Prec::F64}) {
+    const auto steps = smt::prove_block_cover(p, lim);
+    ASSERT_EQ(steps.size(), 4u);
+    for (const auto& s : steps) EXPECT_EQ(s.outcome.status, smt::SmtStatus::Unsat) << s.name << ": " << s.outcome.reason;
+  }
+  const auto floor_blocks = smt::prove_block_cover(Prec::F32, lim, true);
+  EXPECT_EQ(status_of(floor_blocks, "tail.cover"), smt::SmtStatus::Sat);
+}
+
 TEST(VerifyFoldInduction, FailsWithoutRescale) {
   const auto steps = run_fold(Prec::F32, smt::InductionMutant::MissingRescale);
   EXPECT_EQ(status_of(steps, "fold.step-rise-upper"), smt::SmtStatus::Sat);

@@ -188,4 +188,12 @@ std::vector<InductionStep> prove_fold_induction(const InductionQuery& q, const S
 // grown by an addition's rounding).
 std::vector<InductionStep> prove_fold_output_induction(const InductionQuery& q, const SmtLimits& limits);
 
+// The fold's key blocks for every key count sk >= 1 and block size B >= 1 (b = min(B, sk),
+// ceil(sk / b) blocks; verify/smt/block_cover.cpp, docs/bounds.md §7 "Tail"): every key is exactly
+// one (block, cell) (tail.cover, tail.once), without a tail every cell is a key
+// (tail.exact-division) — Z3 over the integers — and a padded -inf cell adds exactly nothing to
+// the block's sum at the state precision (tail.zero, floating point). Mutant: floor_blocks
+// (floor(sk / b) blocks: the tail's keys uncovered, tail.cover sat).
+std::vector<InductionStep> prove_block_cover(Prec state, const SmtLimits& limits, bool floor_blocks = false);
+
 }  // namespace fp::verify::smt
