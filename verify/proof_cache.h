@@ -34,7 +34,7 @@ namespace fp::verify {
 
 // (The semantics version is core/ir.h's kSemanticsVersion; each tier member has its own version.)
 // Bumped whenever the verify engine's encodings or checks change what a verdict means.
-inline constexpr const char* kEngineVersion = "2";
+inline constexpr const char* kEngineVersion = "3";
 
 inline constexpr std::uint64_t kDefaultProofCacheBytes = std::uint64_t{256} << 20;
 

@@ -153,7 +153,7 @@ Member online_softmax_member() {
   Member m;
   m.id = kOnlineSoftmaxId;
   m.gate = "online_softmax";
-  m.version = "3";
+  m.version = "4";
   m.description =
       "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
       "probabilities once (default off; on in the approximate profile)";
