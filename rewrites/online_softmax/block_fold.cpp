@@ -679,11 +679,17 @@ class FoldEmitter {
   // (lt of affine indices whose difference grows with j, and max / min of such). Then the block has
   // a live cell iff its first key does: pred at j = 0 is the block's live condition. Null when x is
   // not of that form (no skip is emitted).
-  ExprP block_live_condition(const ExprP& x) const {
+  ExprP block_live_condition(const ExprP& x) {
     if (!x || x->kind != ExprKind::Ternary || x->ternop() != TernOp::Where) return nullptr;
     const ExprP& fill = x->args[2];
-    if (fill->kind != ExprKind::Const || !std::isinf(fill->value) || fill->value > 0) return nullptr;
-    if (!falls_with_key(x->args[0])) return nullptr;
+    if (fill->kind != ExprKind::Const || !std::isinf(fill->value) || fill->value > 0) {
+      no_skip_ = "the mask's fill is not -inf (a masked block still weighs in)";
+      return nullptr;
+    }
+    if (!falls_with_key(x->args[0])) {
+      no_skip_ = "the mask's condition is not an index comparison whose live keys start each block";
+      return nullptr;
+    }
     std::map<std::string, Index> first = {{j_, Index{{}, 0}}};
     auto keep_reads = [](const Expr&, const std::vector<Index>&) -> ExprP { return nullptr; };
     return rewrite_expr(x->args[0], first, keep_reads);
@@ -892,6 +898,7 @@ class FoldEmitter {
     for (auto it = nz_.rows.rbegin(); it != nz_.rows.rend(); ++it) fold = for_loop(it->sym, it->from, it->to, {fold});
     FoldEmission em;
     em.skips = z_nest_ != nullptr;
+    em.no_skip = no_skip_;
     if (z_nest_) em.stmts.push_back(z_nest_);
     em.stmts.push_back(fold);
     for (int p : fm_.moved) em.stmts.push_back(view_.line(p).stmt);
@@ -915,7 +922,7 @@ class FoldEmitter {
   std::vector<NestLoop> vloops_;
   std::map<std::string, Index> vmap_;
   ExprP v_read_, live_;
-  std::string zero_sum_;
+  std::string zero_sum_, no_skip_;
   std::vector<std::size_t> z_rows_;
   StmtP z_nest_;
   std::vector<StmtP> row_copies_;
@@ -949,7 +956,9 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
       "one scan per row over {} key block{} of {} ({}), tiles {} and {}{}; {} moved behind it{}",
       (sk + bk - 1) / bk, (sk + bk - 1) / bk == 1 ? "" : "s", bk, sk % bk ? "a guarded tail padded with -inf" : "no tail",
       emitted.tiles[0].name, emitted.tiles[1].name,
-      emitted.skips ? "; a block the -inf mask hides entirely is skipped (the state updated in O(value cells))" : "",
+      emitted.skips ? "; a block the -inf mask hides entirely is skipped (the state updated in O(value cells))"
+      : emitted.no_skip.empty() ? ""
+                                : "; no block skipping: " + emitted.no_skip,
       fm.moved.empty() ? "no definition" : fmt::format("{} definition{}", fm.moved.size(), fm.moved.size() == 1 ? "" : "s"),
       fm.score_chain_removed ? "; the score chain removed" : "; the score chain kept (read elsewhere)");
   const Prec sp = state_prec(nz.score_prec);

@@ -118,7 +118,8 @@ std::variant<FoldPlan, Decline> match_fold(const RoutineView& view, const Normal
 struct FoldEmission {
   std::vector<StmtP> stmts;
   std::vector<Node> tiles;
-  bool skips = false;  // fully masked blocks are skipped (SKIPS)
+  bool skips = false;   // fully masked blocks are skipped (SKIPS)
+  std::string no_skip;  // why a masked fold skips nothing (empty: skips, or no mask)
 };
 FoldEmission emit_fold(const FoldPlan& plan, const RoutineView& view, NameMinter& names);
 
