@@ -753,19 +753,21 @@ class FoldEmitter {
   // scan body's top level, after them).
   void block_state(std::vector<StmtP>& body) const {
     const Prec sp = sp_;
-    if (!live_) body.push_back(declare_local(rmax_, sp));
+    // Without skipping each local is declared where it is first set; with it, before the branches.
+    auto declare = [&](const std::string& local) {
+      if (!live_) body.push_back(declare_local(local, sp));
+    };
+    declare(rmax_);
     body.push_back(set_local(rmax_, L(mp_)));
     body.push_back(over_keys(set_local(rmax_, binary(BinOp::Max, L(rmax_), s_cell_, sp))));
-    if (!live_) {
-      body.push_back(set_local(mn_, L(rmax_)));
-      body.push_back(declare_local(fl_, sp));
-    }
+    if (!live_) body.push_back(set_local(mn_, L(rmax_)));
+    declare(fl_);
     body.push_back(set_local(fl_, floor_at_lowest(L(live_ ? rmax_ : mn_))));
-    if (!live_) body.push_back(declare_local(alpha_, sp));
+    declare(alpha_);
     body.push_back(set_local(alpha_, rescale()));
     body.push_back(over_keys(set(tile_s_, tile_idx(Index::iter(j_)),
                                  unary(UnOp::Exp, binary(BinOp::Sub, s_cell_, L(fl_), sp), sp))));
-    if (!live_) body.push_back(declare_local(rs_, sp));
+    declare(rs_);
     body.push_back(set_local(rs_, constant(0.0, sp)));
     body.push_back(over_keys(set_local(rs_, binary(BinOp::Add, L(rs_), s_cell_, sp))));
     body.push_back(set_local(live_ ? lsum_ : ln_, rescaled_sum()));
@@ -798,7 +800,7 @@ class FoldEmitter {
     const ExprP u_read = tile_at(tile_u_, u_cell_, up_);
     body.push_back(over_values(set(tile_u_, tile_idx(u_cell_),
                                    binary(BinOp::Add, binary(BinOp::Mul, u_read, L(alpha_), up_),
-                                          get(zero_sum_, zero_sum_idx(Index::iter(tb_)), up_), up_))));
+                                          get(zero_sum_, zero_sum_cell(), up_), up_))));
     return body;
   }
 
@@ -866,7 +868,7 @@ class FoldEmitter {
     z.dims = dims;
     z.prec = up_;
     extra_tiles_.push_back(z);
-    const std::vector<Index> at = zero_sum_idx(Index::iter(tb_));
+    const std::vector<Index> at = zero_sum_cell();
     std::vector<StmtP> g = guarded({set(zero_sum_, at, binary(BinOp::Add, get(zero_sum_, at, up_),
                                                                product(constant(0.0, sp_)), up_))});
     StmtP nest = over_values(seq({set(zero_sum_, at, constant(-0.0, up_)), over_keys(g.size() == 1 ? g[0] : seq(g))}));
@@ -875,8 +877,9 @@ class FoldEmitter {
       nest = for_loop(nz_.rows[*it].sym, nz_.rows[*it].from, nz_.rows[*it].to, {nest});
     return nest;
   }
-  std::vector<Index> zero_sum_idx(Index block) const {
-    std::vector<Index> idx = {std::move(block), u_cell_};
+  // Z's cell of the current block and value cell.
+  std::vector<Index> zero_sum_cell() const {
+    std::vector<Index> idx = {Index::iter(tb_), u_cell_};
     for (std::size_t r : z_rows_) idx.push_back(row_idx_[r]);
     return idx;
   }
