@@ -126,26 +126,11 @@ std::string row_text(const Row& r) {
 
 }  // namespace
 
-namespace {
-
-// Declares a node of `r` at precision p.
-void add_node(Routine& r, Prec p, std::string name, std::vector<std::int64_t> dims, bool in, bool out) {
-  Node nd;
-  nd.name = std::move(name);
-  nd.dims = std::move(dims);
-  nd.prec = p;
-  nd.is_input = in;
-  nd.is_output = out;
-  r.nodes.push_back(std::move(nd));
-}
-
-}  // namespace
-
 Routine normalizer_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
   Routine r;
   r.name = "normalizer_rows";
   auto node = [&](std::string name, std::vector<std::int64_t> dims, bool in, bool out) {
-    add_node(r, p, std::move(name), std::move(dims), in, out);
+    r.nodes.push_back(make_node(std::move(name), std::move(dims), p, in, out));
   };
   node("x", {rows, n}, true, false);
   node("m", {rows}, false, true);
@@ -172,7 +157,7 @@ Routine fold_rows_routine(Prec p, std::int64_t rows, std::int64_t n) {
   Routine r;
   r.name = "fold_rows";
   auto node = [&](std::string name, std::vector<std::int64_t> dims, bool in, bool out) {
-    add_node(r, p, std::move(name), std::move(dims), in, out);
+    r.nodes.push_back(make_node(std::move(name), std::move(dims), p, in, out));
   };
   node("one", {rows, 1}, true, false);
   node("x", {rows, n, 1}, true, false);
