@@ -85,6 +85,38 @@ bool is_pointwise(const Nest& n) {
   return !reads_node(n.store->value, n.store->name);
 }
 
+// Plain iterator of the nest at every axis (fixed allowed on unit axes), no symbol twice, all
+// loops used: a store that writes one cell per iteration and every cell of `node`.
+bool stores_whole(const Nest& nest, const Node& node) {
+  std::set<std::string> seen;
+  for (std::size_t a = 0; a < nest.store->indices.size(); ++a) {
+    const Index i = nest.store->indices[a].canonical();
+    if (i.is_fixed()) {
+      if (node.dims[a] != 1 || i.offset != 0) return false;
+      continue;
+    }
+    if (!i.is_plain_iterator()) return false;
+    const NestLoop* l = nest.loop(i.terms[0].sym);
+    if (!l || l->from != 0 || l->to != node.dims[a] - 1 || !seen.insert(l->sym).second) return false;
+  }
+  return seen.size() == nest.loops.size();
+}
+
+// A read of `node` at exactly the cell the nest stores.
+bool reads_at_store(const Expr& g, const Nest& nest) {
+  if (g.indices.size() != nest.store->indices.size()) return false;
+  for (std::size_t a = 0; a < g.indices.size(); ++a)
+    if (!(g.indices[a].canonical() == nest.store->indices[a].canonical())) return false;
+  return true;
+}
+
+void collect_gets(const ExprP& e, std::vector<const Expr*>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::Get) out.push_back(e.get());
+  for (const auto& a : e->args) collect_gets(a, out);
+}
+
+
 namespace {
 
 // Direct recursion (no std::function): the census runs over every statement of every round.

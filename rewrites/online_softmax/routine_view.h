@@ -57,6 +57,16 @@ std::optional<Reduction> reduction_of(const Nest& n);
 // A pointwise nest's value does not read its own target node.
 bool is_pointwise(const Nest& n);
 
+// A node read (Get).
+inline bool is_get(const ExprP& e) { return e && e->kind == ExprKind::Get; }
+// Plain iterator of the nest at every axis (fixed allowed on unit axes), no symbol twice, all
+// loops used: a store that writes one cell per iteration and every cell of `node`.
+bool stores_whole(const Nest& nest, const Node& node);
+// A read of a node at exactly the cell the nest stores.
+bool reads_at_store(const Expr& g, const Nest& nest);
+// Every node read in `e`, in order.
+void collect_gets(const ExprP& e, std::vector<const Expr*>& out);
+
 struct Line {
   StmtP stmt;
   std::optional<Nest> nest;
