@@ -6,6 +6,7 @@
 #include "core/ir_visit.h"
 #include "rewrites/name_minter.h"
 #include "rewrites/online_softmax/block_fold.h"
+#include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/online_softmax/mutants.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
 #include "rewrites/online_softmax/routine_view.h"
@@ -34,6 +35,41 @@ void drop_unreferenced(Routine& r, const std::set<std::string>& candidates) {
   });
 }
 
+// Shape 3 on every normalizer with a composed backward: the routine with the fused backwards, or
+// nullopt when none applied (declines recorded in `out` either way).
+std::optional<MemberOutput> apply_backwards(const osm::RoutineView& view, const std::vector<osm::Normalizer>& found,
+                                            NameMinter& names, int round, MemberOutput& out) {
+  std::map<int, std::vector<StmtP>> replacements;
+  std::vector<Node> minted;
+  std::set<std::string> consumed_nodes;
+  for (const auto& nz : found) {
+    auto bw = osm::match_backward(view, nz);
+    if (!bw) continue;
+    if (auto* d = std::get_if<Decline>(&*bw)) {
+      d->round = round;
+      out.declines.push_back(std::move(*d));
+      continue;
+    }
+    const auto& plan = std::get<osm::BackwardPlan>(*bw);
+    bool overlaps = false;
+    for (int p : plan.consumed) overlaps = overlaps || replacements.count(p) > 0;
+    if (overlaps) continue;
+    osm::BackwardEmission em = osm::emit_backward(plan, view, names);
+    Application app = osm::backward_application(plan, view, em);
+    app.round = round;
+    out.applications.push_back(std::move(app));
+    for (int p : plan.consumed) replacements[p] = {};
+    replacements[plan.emit_at] = em.stmts;
+    for (auto& n : em.nodes) minted.push_back(std::move(n));
+    consumed_nodes.insert(plan.consumed_nodes.begin(), plan.consumed_nodes.end());
+  }
+  if (replacements.empty()) return std::nullopt;
+  out.routine = view.rebuild(replacements);
+  for (auto& n : minted) out.routine.nodes.push_back(std::move(n));
+  drop_unreferenced(out.routine, consumed_nodes);
+  return out;
+}
+
 }  // namespace
 
 MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) {
@@ -47,6 +83,10 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   std::int64_t block = 0;
   if (ctx.config) block = ctx.config->integer_or_auto("online_softmax_block").value_or(osm::kAutoFoldBlock);
 
+  // online_softmax_backward: the fused backward (shape 3), inert without online_softmax (the tier
+  // runs this member only when online_softmax is on).
+  const bool backward_on = enabled(kFusedBackwardId) && ctx.config && ctx.config->flag("online_softmax_backward");
+
   MemberOutput out;
   RoutineView view(r);
   NormalizerSearch search = find_normalizers(view);
@@ -56,11 +96,24 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
       out.declines.push_back(std::move(d));
     }
   if (search.found.empty()) {
+    // Only the routine as given: later rounds see what the forward shapes left.
+    if (backward_on && ctx.round == 1)
+      if (auto d = orphan_backward(view)) {
+        d->round = ctx.round;
+        out.declines.push_back(std::move(*d));
+      }
     out.routine = r;
     return out;
   }
 
   NameMinter names(r);
+  // Shape 3 first, alone in its round: the forward shapes see the routine without the composed
+  // backward in the next round, so the fold finds the probabilities and the score chain read by
+  // nothing else and removes them (no [seq, seq] buffer), and the hoist does not take the
+  // backward's reader of P.
+  if (backward_on) {
+    if (auto applied = apply_backwards(view, search.found, names, ctx.round, out)) return *applied;
+  }
   std::map<int, std::vector<StmtP>> replacements;
   std::set<int> consumed;
   std::vector<Node> tiles;
@@ -140,7 +193,8 @@ std::vector<ConfigKeySpec> online_softmax_keys() {
                     "the online-softmax normalizer scan and value-pass hoist (a numerics policy: the "
                     "normalizer's sum is reassociated)"},
       ConfigKeySpec{"online_softmax_backward", ConfigType::Bool, "false", {{"approximate", "true"}}, true,
-                    "the fused backward (shape 3; not implemented yet: shapes 1 and 2 apply)"},
+                    "the fused backward (shape 3): a training step's composed softmax backward becomes a per-row D = "
+                    "sum(dO*O) and three nests recomputing p, dp and ds per pair, with no [seq, seq] gradient buffer"},
       ConfigKeySpec{"online_softmax_block", ConfigType::IntOrAuto, "0", {{"approximate", "auto"}}, true,
                     "block size of the FlashAttention-2 block fold (shape 4): B > 0 folds, 0 keeps the two-pass "
                     "form; auto is 64, the size the CPU block sweep chose (docs/performance.md)"},
@@ -153,7 +207,7 @@ Member online_softmax_member() {
   Member m;
   m.id = kOnlineSoftmaxId;
   m.gate = "online_softmax";
-  m.version = "4";
+  m.version = "5";
   m.description =
       "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
       "probabilities once (default off; on in the approximate profile)";
@@ -189,6 +243,18 @@ Member online_softmax_member() {
                            "the fold's output is the composed (p / l)*v within the fold's certified bound, per cell "
                            "relative to sum (|p| + kappa)*|v| (docs/bounds.md §7)"}},
                 osm::block_fold_mutants},
+      ShapeInfo{osm::kFusedBackwardId,
+                "exact (dV), bounded (dQ, dK)",
+                "with online_softmax_backward on, a training step's composed softmax backward becomes a per-row "
+                "D = sum(dO*O) and three nests (over the query rows into dQ, over the keys into dK and dV) "
+                "recomputing p, dp and ds = chain(p*(dp - D)) per pair in scope locals: no [seq, seq] gradient buffer",
+                {ClaimSpec{"backward-dv", ObligationKind::Exact, "bitwise",
+                           "dV receives the composed products p*dO in the same order, p recomputed bit for bit"},
+                 ClaimSpec{"backward-dq", ObligationKind::Bounded, "certified-bound.fused-backward",
+                           "dQ is the composed gradient within the fused backward's bound (not derived yet: unknown)"},
+                 ClaimSpec{"backward-dk", ObligationKind::Bounded, "certified-bound.fused-backward",
+                           "dK is the composed gradient within the fused backward's bound (not derived yet: unknown)"}},
+                {}},
   };
   m.apply = rewrite_online_softmax;
   return m;
