@@ -543,6 +543,22 @@ class Matcher {
     for (const std::string& n : intermediates())
       if (auto z = zero_of(n)) bm_.zeros.push_back(*z);
     const std::set<int> consumed = consumed_positions();
+    // Code that is not a nest inside the span touching a matched node.
+    std::set<std::string> matched_nodes = intermediates_set();
+    for (const std::string& n : inputs()) matched_nodes.insert(n);
+    for (const std::string& n : {bm_.dq, bm_.dk, bm_.dv}) matched_nodes.insert(n);
+    for (int p = emit; p <= last; ++p) {
+      const Line& li = view_.line(p);
+      if (li.nest || consumed.count(p) || li.stmt->kind == StmtKind::Zero || li.stmt->kind == StmtKind::Comment ||
+          li.stmt->kind == StmtKind::Noop)
+        continue;
+      for (const auto* set : {&li.reads, &li.writes})
+        for (const std::string& n : *set)
+          if (matched_nodes.count(n))
+            return Fail{"opaque-in-span",
+                        fmt::format("{} (not a loop nest) touches {} inside the backward's span (statements {}..{})",
+                                    pos_text(p), n, emit + 1, last + 1)};
+    }
     // Every node the fused nests read is final at the emit position and not consumed.
     for (const std::string& n : inputs()) {
       for (int w : view_.writers(n))
@@ -567,22 +583,6 @@ class Matcher {
           return Fail{"gradient-output-touched",
                       fmt::format("{} writes {} between the emit position ({}) and its contraction ({})", pos_text(w),
                                   node, pos_text(emit), pos_text(pos))};
-    }
-    // Code that is not a nest inside the span touching a matched node.
-    std::set<std::string> matched_nodes = intermediates_set();
-    for (const std::string& n : inputs()) matched_nodes.insert(n);
-    for (const std::string& n : {bm_.dq, bm_.dk, bm_.dv}) matched_nodes.insert(n);
-    for (int p = emit; p <= last; ++p) {
-      const Line& li = view_.line(p);
-      if (li.nest || consumed.count(p) || li.stmt->kind == StmtKind::Zero || li.stmt->kind == StmtKind::Comment ||
-          li.stmt->kind == StmtKind::Noop)
-        continue;
-      for (const auto* set : {&li.reads, &li.writes})
-        for (const std::string& n : *set)
-          if (matched_nodes.count(n))
-            return Fail{"opaque-in-span",
-                        fmt::format("{} (not a loop nest) touches {} inside the backward's span ({}..{})", pos_text(p),
-                                    n, pos_text(emit), pos_text(last))};
     }
     return std::nullopt;
   }

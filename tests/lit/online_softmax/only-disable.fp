@@ -12,7 +12,7 @@
 # HOIST-NOT: scan
 # NONE: note: online-softmax: not selected (--only/--disable)
 # NONE: l[r] = add.f32(l[r], e[r, c])
-# BAD: --only: unknown rewrite 'no-such-rewrite' (known: online-softmax, online-softmax.normalizer-scan, online-softmax.value-pass-hoist, online-softmax.block-fold)
+# BAD: --only: unknown rewrite 'no-such-rewrite' (known: online-softmax, online-softmax.normalizer-scan, online-softmax.value-pass-hoist, online-softmax.block-fold, online-softmax.fused-backward)
 
 routine softmax {
   node x : f32[2, 4] materialized input

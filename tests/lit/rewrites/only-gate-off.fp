@@ -12,7 +12,7 @@
 # RUN: %flashproof rewrite %s --set online_softmax=true --only online-softmax.normalizer-scan 2>&1 >/dev/null | FileCheck %s --allow-empty --check-prefix=QUIET
 # QUIET-NOT: warning
 # RUN: not %flashproof rewrite %s --only online-softmax.no-such-shape 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-# UNKNOWN: flashproof: error: --only: unknown rewrite 'online-softmax.no-such-shape' (known: online-softmax, online-softmax.normalizer-scan, online-softmax.value-pass-hoist, online-softmax.block-fold)
+# UNKNOWN: flashproof: error: --only: unknown rewrite 'online-softmax.no-such-shape' (known: online-softmax, online-softmax.normalizer-scan, online-softmax.value-pass-hoist, online-softmax.block-fold, online-softmax.fused-backward)
 # RUN: not %flashproof verify %s --only online-softmax.no-such-shape 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 routine softmax {
