@@ -1,0 +1,257 @@
+// Online softmax, shape 3 (the fused backward, rewrites/online_softmax/fused_backward.h): the fused
+// training step against the composed one on the interpreter — masks with fully masked rows under
+// -inf (NaN rows in both, same positions) and under a finite fill (that row's dQ exactly 0 in both,
+// some dV non-zero), keys never live, sq != sk both ways, f64/f32/f16/bf16, 2 layers, with the
+// two-pass and the block-fold forward; dV bit for bit; an f64 finite-difference check of the fused
+// gradients along random directions against the forward alone (independent of the composed
+// backward); the compiled C executor bitwise against the interpreter, twice in a row; no square
+// buffer with the fold; idempotence, gate-off identity, the fixpoint with every key on; and every
+// golden decline leaving the routine exactly as it was.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "attention_reference.h"
+#include "core/interpreter.h"
+#include "exec/c_executor.h"
+#include "frontend/attention.h"
+#include "jit_test_options.h"
+#include "online_softmax_fixtures.h"
+#include "rewrites/online_softmax/block_fold.h"
+#include "rewrites/online_softmax/fused_backward.h"
+#include "tensor_expect.h"
+
+namespace fp {
+namespace {
+
+using namespace ostest;
+
+// online_softmax and online_softmax_backward on; block 0 keeps the two-pass forward.
+Config backward_on(std::int64_t block = 0) {
+  Config c;
+  c.set("online_softmax", "true");
+  c.set("online_softmax_backward", "true");
+  c.set("online_softmax_block", std::to_string(block));
+  return c;
+}
+
+struct Case : AttentionCase {
+  std::int64_t block = 0;
+  Case(std::string m = "causal", std::int64_t q = 5, std::int64_t k = 7, std::int64_t b = 0, Prec p = Prec::F32) {
+    mask = std::move(m);
+    sq = q;
+    sk = k;
+    block = b;
+    prec = p;
+    train = true;
+  }
+};
+
+std::string name(const Case& c) { return case_name(c) + " B " + std::to_string(c.block); }
+
+int count_shape(const RewriteResult& r, const char* shape) {
+  int n = 0;
+  for (const auto& a : r.applications) n += a.shape == shape;
+  return n;
+}
+
+// The composed step and its rewrite on the same inputs: both outputs, the rewrite's routine.
+struct Ran {
+  Routine composed, fused;
+  TensorMap in, want, got;
+};
+Ran run_both(const Case& c, std::uint64_t seed = 7) {
+  Ran r;
+  r.composed = build_attention(spec_of(c));
+  RewriteResult res = run_tier(r.composed, backward_on(c.block));
+  EXPECT_TRUE(well_formed(res.routine));
+  EXPECT_EQ(count_shape(res, osm::kFusedBackwardId), c.layers) << name(c);
+  r.fused = res.routine;
+  r.in = testref::make_inputs(r.composed, seed + static_cast<std::uint64_t>(c.sq * 31 + c.sk));
+  r.want = interpret(r.composed, r.in);
+  r.got = interpret(r.fused, r.in);
+  return r;
+}
+
+void differential(const Case& c, double tol) {
+  SCOPED_TRACE(name(c));
+  Ran r = run_both(c);
+  ASSERT_EQ(r.want.size(), r.got.size());
+  for (const auto& [node, t] : r.want) EXPECT_TRUE(testref::close(r.got.at(node).data, t.data, tol, node));
+}
+
+TEST(OnlineSoftmaxBackward, F32StepMatchesTheComposedStepAcrossMasksShapesAndForwards) {
+  for (const std::string mask : {"none", "causal", "padding:2", "prefix:1"})
+    for (auto [sq, sk] : {std::pair<std::int64_t, std::int64_t>{5, 7}, {7, 4}, {1, 9}})
+      for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}}) differential(Case{mask, sq, sk, b}, 1e-5);
+}
+
+TEST(OnlineSoftmaxBackward, FillsKeepTheComposedNaNsAndFullyMaskedRows) {
+  for (const std::string fill : {"-inf", "-1e4", "nan", "inf"})
+    for (const std::string mask : {"causal", "padding:9", "padding:4"}) {
+      Case c{mask, 4, 9, 4};
+      c.fill = fill;
+      differential(c, 1e-5);
+    }
+}
+
+// Keys never live under a finite fill: every score is the fill, the probabilities are uniform and
+// weigh in dV, while the mask's where makes every score gradient exactly 0 — dQ is exactly 0 in
+// both, cell for cell.
+TEST(OnlineSoftmaxBackward, FiniteFillWithNoLiveKeyGivesZeroDqAndNonZeroDv) {
+  for (std::int64_t b : {std::int64_t{0}, std::int64_t{4}}) {
+    Case c{"padding:9", 4, 9, b};
+    c.fill = "-1e4";
+    SCOPED_TRACE(name(c));
+    Ran r = run_both(c);
+    for (const auto& [node, t] : r.want)
+      if (node.rfind("grad_q", 0) == 0)
+        for (std::size_t i = 0; i < t.data.size(); ++i) {
+          EXPECT_TRUE(same_value(t.data[i], 0.0)) << node << "[" << i << "] composed " << t.data[i];
+          EXPECT_TRUE(same_value(r.got.at(node).data[i], 0.0)) << node << "[" << i << "] fused " << r.got.at(node).data[i];
+        }
+    bool nonzero_dv = false;
+    for (const auto& [node, t] : r.got)
+      if (node.rfind("grad_v", 0) == 0)
+        for (double x : t.data) nonzero_dv = nonzero_dv || x != 0.0;
+    EXPECT_TRUE(nonzero_dv);
+  }
+}
+
+TEST(OnlineSoftmaxBackward, EveryPrecisionAndTwoLayers) {
+  for (Prec p : {Prec::F64, Prec::F16, Prec::BF16})
+    for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}})
+      differential(Case{"causal", 5, 7, b, p}, p == Prec::F64 ? 1e-12 : (p == Prec::F16 ? 2e-2 : 1e-1));
+  for (std::int64_t b : {std::int64_t{0}, std::int64_t{2}}) {
+    Case c{"causal", 4, 4, b};
+    c.layers = 2;
+    differential(c, 1e-5);
+  }
+}
+
+// dV is exact: the same products p·dO in the same order, p recomputed bit for bit — against the
+// composed step with only the backward fused (with the forward shapes on too, p comes from the
+// rewritten, reassociated l: the normalizer's bounded claim, not this one).
+TEST(OnlineSoftmaxBackward, ValueGradientIsBitForBitTheComposedOne) {
+  TierOptions only;
+  only.only = {osm::kFusedBackwardId};
+  for (const std::string mask : {"none", "causal", "padding:5"}) {
+    Case c{mask, 5, 7, 0};
+    SCOPED_TRACE(name(c));
+    Routine composed = build_attention(spec_of(c));
+    RewriteResult res = run_tier(composed, backward_on(0), only);
+    ASSERT_EQ(count_shape(res, osm::kFusedBackwardId), 1);
+    TensorMap in = testref::make_inputs(composed, 17);
+    TensorMap want = interpret(composed, in), got = interpret(res.routine, in);
+    EXPECT_TRUE(testing::bitwise_equal(want.at("grad_v"), got.at("grad_v"), "grad_v"));
+  }
+}
+
+// d/dε L(θ + ε·u) at ε = 0 by central differences of the forward alone (f64, h = 1e-5), against
+// Σ ∇L·u from the fused gradients, L = Σ o·dout: within 1e-6.
+TEST(OnlineSoftmaxBackward, FusedGradientsPassAFiniteDifferenceCheck) {
+  for (const std::string mask : {"none", "causal"})
+    for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}}) {
+      Case c{mask, 5, 7, b, Prec::F64};
+      SCOPED_TRACE(name(c));
+      Ran r = run_both(c, 3);
+      AttentionCase fwd = c;
+      fwd.train = false;
+      const Routine forward = build_attention(spec_of(fwd));
+      const TensorMap dirs = testref::make_inputs(r.composed, 99);
+      auto loss_at = [&](double eps) {
+        TensorMap in;
+        for (const char* n : {"q", "k", "v"}) {
+          Tensor t = r.in.at(n);
+          for (std::size_t i = 0; i < t.data.size(); ++i) t.data[i] += eps * dirs.at(n).data[i];
+          in[n] = t;
+        }
+        return testref::dot_loss(interpret(forward, in), r.in, {{"o", "dout"}});
+      };
+      const double h = 1e-5;
+      const double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
+      double analytic = 0;
+      for (const auto& [g, n] : {std::pair{"grad_q", "q"}, {"grad_k", "k"}, {"grad_v", "v"}})
+        for (std::size_t i = 0; i < r.got.at(g).data.size(); ++i) analytic += r.got.at(g).data[i] * dirs.at(n).data[i];
+      EXPECT_NEAR(analytic, fd, 1e-6) << "directional derivative";
+    }
+}
+
+TEST(OnlineSoftmaxBackward, CompiledCIsBitwiseTheInterpreterTwiceInARow) {
+  std::vector<Routine> rs;
+  std::vector<std::string> names;
+  for (Case c : {Case{"causal", 5, 7, 0}, Case{"none", 4, 9, 3}, Case{"padding:9", 3, 9, 2},
+                 Case{"causal", 6, 6, 16, Prec::F64}, Case{"causal", 5, 7, 2, Prec::F16}, Case{"causal", 37, 45, 7}}) {
+    rs.push_back(run_tier(build_attention(spec_of(c)), backward_on(c.block)).routine);
+    names.push_back(name(c));
+  }
+  auto progs = compile_c_batch(rs, testing::jit_test_options());
+  ASSERT_EQ(progs.size(), rs.size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    TensorMap in = testref::make_inputs(rs[i], 5 + i);
+    TensorMap first = progs[i]->run(in);
+    EXPECT_TRUE(testing::bitwise_equal(interpret(rs[i], in), first));
+    // A second run of the step recomputes identical gradients (the zero-outs it accumulates onto
+    // are kept).
+    EXPECT_TRUE(testing::bitwise_equal(first, progs[i]->run(in)));
+  }
+}
+
+TEST(OnlineSoftmaxBackward, WithTheFoldNoSquareBufferIsLeftAndTheTierIsAFixpoint) {
+  Case c{"causal", 6, 10, 4};
+  Routine composed = build_attention(spec_of(c));
+  RewriteResult res = run_tier(composed, backward_on(4));
+  EXPECT_EQ(count_shape(res, osm::kFusedBackwardId), 1);
+  EXPECT_EQ(count_shape(res, osm::kBlockFoldId), 1);
+  for (const Node& n : res.routine.nodes)
+    EXPECT_FALSE(n.dims.size() == 4 && n.dims[1] == 6 && n.dims[3] == 10) << n.name << " is a [seq, seq] buffer";
+  RewriteResult again = run_tier(res.routine, backward_on(4));
+  EXPECT_TRUE(again.applications.empty());
+  EXPECT_TRUE(equal(again.routine, res.routine));
+  // Gate off: the composed backward stays (the forward shapes still apply).
+  Config fwd_only;
+  fwd_only.set("online_softmax", "true");
+  EXPECT_EQ(count_shape(run_tier(composed, fwd_only), osm::kFusedBackwardId), 0);
+  // online_softmax off: the backward key is inert.
+  Config inert;
+  inert.set("online_softmax_backward", "true");
+  EXPECT_TRUE(equal(run_tier(composed, inert).routine, composed));
+  // A forward alone: nothing to fuse and nothing to say.
+  AttentionCase fwd = c;
+  fwd.train = false;
+  RewriteResult f = run_tier(build_attention(spec_of(fwd)), backward_on(0));
+  EXPECT_EQ(count_shape(f, osm::kFusedBackwardId), 0);
+  for (const auto& d : f.declines) EXPECT_NE(d.shape, osm::kFusedBackwardId) << d.sentence;
+}
+
+// tests/lit/online_softmax/backward-decline-*.fp: with only the fused backward selected, the
+// routine is left exactly as it was and the one decline carries the file's code.
+TEST(OnlineSoftmaxBackward, EveryGoldenDeclineLeavesTheRoutineAsItWas) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(lit_path("")))
+    if (e.path().filename().string().rfind("backward-decline-", 0) == 0) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 11u);
+  static const std::regex re(R"(\[([a-z-]+)\]:)");
+  TierOptions only;
+  only.only = {osm::kFusedBackwardId};
+  for (const auto& f : files) {
+    SCOPED_TRACE(f);
+    const std::string text = read_text_file(lit_path(f));
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, re));
+    Routine r = lit_routine(f);
+    RewriteResult res = run_tier(r, backward_on(0), only);
+    EXPECT_TRUE(equal(res.routine, r));
+    EXPECT_TRUE(res.applications.empty());
+    ASSERT_EQ(res.declines.size(), 1u);
+    EXPECT_EQ(res.declines[0].code, m[1].str()) << res.declines[0].sentence;
+    EXPECT_EQ(res.declines[0].shape, osm::kFusedBackwardId);
+  }
+}
+
+}  // namespace
+}  // namespace fp
