@@ -416,14 +416,15 @@ class CGenerator {
         break;
       }
     }
-    // A band whose body keeps per-iteration state (locals, a scan) runs in lanes: statement by
-    // statement across a block of iterations (lane_band).
+    // A band whose body keeps per-iteration state (locals, a scan), or runs several statements per
+    // iteration (a fused backward's tile steps), runs in lanes: statement by statement across a
+    // block of iterations (lane_band).
     if (first >= 0 && opts_.jam && !perfect) {
       const std::vector<const Stmt*> band(chain.begin() + first, chain.begin() + first + count);
       const Stmt* widest = *std::max_element(band.begin(), band.end(), [](const Stmt* a, const Stmt* b) {
         return a->to - a->from < b->to - b->from;
       });
-      if (widest->to - widest->from + 1 >= 4 && has_state(band.back()->body)) {
+      if (widest->to - widest->from + 1 >= 4 && (has_state(band.back()->body) || several_statements(chain.back()->body))) {
         lane_band(chain, static_cast<std::size_t>(first), band, widest);
         return;
       }
@@ -445,6 +446,13 @@ class CGenerator {
   }
 
   // ---- lanes: a band of independent iterations run statement by statement --------------------
+
+  // More than one statement that does something.
+  static bool several_statements(const std::vector<StmtP>& body) {
+    int n = 0;
+    for (const auto& s : body) n += s && s->kind != StmtKind::Comment && s->kind != StmtKind::Noop;
+    return n > 1;
+  }
 
   // Per-iteration state: a local, or a scan, anywhere below.
   static bool has_state(const std::vector<StmtP>& body) {

@@ -690,6 +690,11 @@ ExprP transplant(const ExprP& e, const std::map<std::string, Index>& syms,
   return out;
 }
 
+// `e` with each read `replace` answers for replaced (indices kept).
+ExprP replace_reads(const ExprP& e, const std::function<ExprP(const Expr&)>& replace) {
+  return transplant(e, {}, replace);
+}
+
 class Emitter {
  public:
   Emitter(const BackwardMatch& bm, const RoutineView& view, NameMinter& names)
@@ -698,17 +703,37 @@ class Emitter {
       role_syms_.push_back(names.mint("bw_" + sanitize(bm.vocab.labels[r])));
   }
 
-  BackwardEmission emit() {
+  BackwardEmission emit(bool allow_blocks) {
     BackwardEmission out;
     const Node* m = view_.node(bm_.nz.m);
     d_node_ = names_.mint("os_bwd_rowdot_" + bm_.o);
     out.nodes.push_back(make_node(d_node_, m->dims, bm_.sp));
     out.stmts.push_back(rowdot());
-    out.stmts.push_back(gradient_nest(bm_.k, outer_rows_then_key(), true));
-    out.stmts.push_back(gradient_nest(bm_.l, outer_of(bm_.dk_sig, bm_.chan1), true));
-    out.stmts.push_back(gradient_nest(bm_.b, outer_of(bm_.dv_sig, bm_.chan0), false));
+    const auto order = allow_blocks ? linear_recompute() : std::nullopt;
+    // The blocked form needs the pair's other axis to be one role (the key for dQ, the query row
+    // for dK and dV: outer_of lists it last) and the recomputed nodes in one line at one precision.
+    auto nest = [&](const BoundNest& g, const Signature* own, int channel, bool with_ds, const char* what) {
+      std::vector<int> outer = own ? outer_of(*own, channel) : outer_rows_then_key();
+      int others = 1;
+      if (own) {
+        others = 0;
+        for (int r : bm_.row_roles) others += !has_role(*own, r);
+      }
+      if (order && others == 1) {
+        const int inner = outer.back();
+        outer.pop_back();
+        out.stmts.push_back(blocked_nest(g, outer, inner, with_ds, *order, what, out.nodes));
+        blocked_ = true;
+      } else {
+        out.stmts.push_back(gradient_nest(g, outer, with_ds));
+      }
+    };
+    nest(bm_.k, nullptr, bm_.chan1, true, "dq");
+    nest(bm_.l, &bm_.dk_sig, bm_.chan1, true, "dk");
+    nest(bm_.b, &bm_.dv_sig, bm_.chan0, false, "dv");
     return out;
   }
+  bool blocked() const { return blocked_; }
   const std::string& d_node() const { return d_node_; }
 
  private:
@@ -723,8 +748,18 @@ class Emitter {
     for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
     return out;
   }
-  Index role_index(int role) const { return Index::iter(role_syms_[static_cast<std::size_t>(role)]); }
-  std::vector<Index> at(const Signature& sig) const { return indices_for(sig, role_syms_); }
+  // A role's index in the code being emitted: its loop symbol, or inside a block of the blocked
+  // form, the block's offset plus the cell.
+  Index role_index(int role) const {
+    if (auto it = role_override_.find(role); it != role_override_.end()) return it->second;
+    return Index::iter(role_syms_[static_cast<std::size_t>(role)]);
+  }
+  std::vector<Index> at(const Signature& sig) const {
+    std::vector<Index> out;
+    for (const Slot& s : sig) out.push_back(s.is_fixed() ? Index::fixed(s.fixed) : role_index(s.role));
+    return out;
+  }
+  std::map<int, Index> role_override_;
   std::map<std::string, Index> sym_map(const RoleEnv& env) const {
     std::map<std::string, Index> out;
     for (const auto& [sym, role] : env.symbols()) out[sym] = role_index(role);
@@ -857,6 +892,184 @@ class Emitter {
     return dsr;
   }
 
+  bool blocked_ = false;
+
+  // The recomputed nodes in computation order (S, the chain up to x, n, e, P) when each reads only
+  // the one before it and all are at x's precision: the blocked form computes them in place, one
+  // tile cell per pair.
+  std::optional<std::vector<std::string>> linear_recompute() const {
+    std::vector<std::string> order = {bm_.scores.s};
+    for (auto it = bm_.scores.chain_nests.rbegin(); it != bm_.scores.chain_nests.rend(); ++it)
+      order.push_back((*it)->store->name);
+    for (const std::string& n : {bm_.nz.n, bm_.nz.e, bm_.p}) order.push_back(n);
+    const Prec xp = view_.node(bm_.nz.x)->prec;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (view_.node(order[i])->prec != xp) return std::nullopt;
+      if (i == 0) continue;
+      std::vector<const Expr*> gets;
+      collect_gets(view_.line(*view_.definition(order[i])).nest->store->value, gets);
+      for (const Expr* g : gets)
+        if (recomputed(g->name) && g->name != order[i - 1]) return std::nullopt;
+    }
+    return order;
+  }
+
+  // The blocked form of one gradient nest (fused_backward.h, EMITS, "blocked"): per outer cell, the
+  // pair's other axis (`inner`) in blocks of up to kBackwardBlock cells, each block's p (in place
+  // in tile T), dp (tile DP) and ds (tile DS) one statement per step over the block's cells, then
+  // the gradient's contraction over the block. The same values as the per-pair form, bit for bit:
+  // each cell is the same expression, and every gradient cell still accumulates its pairs in the
+  // inner axis's order.
+  StmtP blocked_nest(const BoundNest& g, const std::vector<int>& outer, int inner, bool with_ds,
+                     const std::vector<std::string>& order, const char* what, std::vector<Node>& nodes) {
+    const std::int64_t n = bm_.vocab.extents[static_cast<std::size_t>(inner)];
+    const std::int64_t bsz = std::min(kBackwardBlock, n), full = n / bsz, rem = n % bsz;
+    const std::string j = names_.mint("bw_j"), ib = names_.mint("bw_block");
+    // Tiles [cell, outer axes...], the widest outer axis padded by 16 cells (as the fold's tiles:
+    // at power-of-two lengths the cells of a block would share cache sets).
+    std::vector<std::int64_t> dims = {bsz};
+    for (int r : outer) dims.push_back(bm_.vocab.extents[static_cast<std::size_t>(r)]);
+    if (dims.size() > 1) {
+      auto widest = std::max_element(dims.begin() + 1, dims.end());
+      if (*widest >= 16) *widest += 16;
+    }
+    const Prec xp = view_.node(bm_.nz.x)->prec, dpp = view_.node(bm_.dp)->prec;
+    auto tile = [&](const std::string& base, Prec p) {
+      Node t = make_node(names_.mint(fmt::format("os_bwd_{}_{}", base, what)), dims, p);
+      nodes.push_back(t);
+      return t.name;
+    };
+    const std::string tp = tile("probs", xp);
+    const std::string tdp = with_ds ? tile("dprob", dpp) : "", tds = with_ds ? tile("dscore", bm_.sp) : "";
+    std::vector<Index> tix = {Index::iter(j)};
+    for (int r : outer) tix.push_back(role_index(r));
+    // The gradient's tile [channel, outer axes].
+    const int channel = with_ds ? bm_.chan1 : bm_.chan0;
+    const std::string grad = g.nest->store->name;
+    const Prec gp = view_.node(grad)->prec;
+    const std::vector<Index> grad_at = at(*g.env.sign(g.nest->store->indices));
+    std::string tg;
+    {
+      std::vector<std::int64_t> gdims = dims;
+      gdims[0] = bm_.vocab.extents[static_cast<std::size_t>(channel)];
+      Node t = make_node(names_.mint(fmt::format("os_bwd_grad_{}", what)), gdims, gp);
+      nodes.push_back(t);
+      tg = t.name;
+    }
+    std::vector<Index> gix = {role_index(channel)};
+    for (int r : outer) gix.push_back(role_index(r));
+    auto cell = [&](const std::string& t, Prec p) { return get(t, tix, p); };
+    auto over = [&](std::int64_t count, std::vector<StmtP> body) { return for_loop(j, 0, count - 1, std::move(body)); };
+    // The row operands (fused_backward.h, EMITS, "blocked"): a read of the contractions that
+    // follows the outer cell and the reduced axis but not the block's cell is copied once per outer
+    // cell into a tile [reduced cells, outer axes] — the rows a compiled executor runs side by side
+    // then read consecutive cells — and read from there (the same values).
+    std::vector<StmtP> copies;
+    std::map<std::string, ExprP> copied;
+    std::vector<Index> outer_idx;
+    for (int r : outer) outer_idx.push_back(role_index(r));
+    auto from_rows = [&](const ExprP& v, const std::string& red, std::int64_t extent) {
+      return replace_reads(v, [&](const Expr& rd) -> ExprP {
+        bool red_only = false, blockwise = false;
+        for (const Index& i : rd.indices) {
+          red_only = red_only || i.mentions(red);
+          blockwise = blockwise || i.mentions(j) || i.mentions(ib);
+        }
+        if (!red_only || blockwise || rd.name.rfind("os_bwd_", 0) == 0) return nullptr;
+        const std::string key = rd.name + "/" + red;
+        if (!copied.count(key)) {
+          std::vector<std::int64_t> tdims = dims;
+          tdims[0] = extent;
+          Node t = make_node(names_.mint(fmt::format("os_bwd_rows_{}_{}", rd.name, what)), tdims, rd.prec);
+          nodes.push_back(t);
+          std::vector<Index> at_red = {Index::iter(red)};
+          at_red.insert(at_red.end(), outer_idx.begin(), outer_idx.end());
+          copies.push_back(for_loop(red, 0, extent - 1, {set(t.name, at_red, std::make_shared<Expr>(rd))}));
+          copied[key] = get(t.name, at_red, rd.prec);
+        }
+        return copied[key];
+      });
+    };
+
+    auto block = [&](Index off, std::int64_t count) {
+      Index at_j = off;
+      at_j.terms.push_back(Index::Term{1, j});
+      role_override_[inner] = at_j.canonical();
+      std::vector<StmtP> st;
+      // p: S's zero and contraction, then each node of the line in place.
+      st.push_back(over(count, {set(tp, tix, constant(0.0, xp))}));
+      {
+        const Nest& sn = *bm_.scores.score_nest;
+        std::map<std::string, Index> syms = x_cell_map(sn);
+        std::vector<const NestLoop*> reduced;
+        for (const auto& lp : sn.loops)
+          if (!syms.count(lp.sym)) {
+            syms[lp.sym] = Index::iter(names_.mint("bw_" + sanitize(lp.sym)));
+            reduced.push_back(&lp);
+          }
+        ExprP value = transplant(sn.store->value, syms, [&](const Expr& e) -> ExprP {
+          return e.name == order[0] ? cell(tp, xp) : nullptr;
+        });
+        if (reduced.size() == 1)
+          value = from_rows(value, syms.at(reduced[0]->sym).terms[0].sym, reduced[0]->to + 1);
+        StmtP body = set(tp, tix, value);
+        for (auto it = reduced.rbegin(); it != reduced.rend(); ++it)
+          body = for_loop(syms.at((*it)->sym).terms[0].sym, (*it)->from, (*it)->to, {body});
+        st.push_back(over(count, {body}));
+      }
+      for (std::size_t i = 1; i < order.size(); ++i) {
+        const Nest& def = *view_.line(*view_.definition(order[i])).nest;
+        st.push_back(over(count, {set(tp, tix, transplant(def.store->value, x_cell_map(def), [&](const Expr& e) -> ExprP {
+                                        return e.name == order[i - 1] ? cell(tp, xp) : nullptr;
+                                      }))}));
+      }
+      if (with_ds) {
+        // dp := 0 + Σ_c0 A's product; ds := p·(dp − D), then each link 0 + f(ds).
+        st.push_back(over(count, {set(tdp, tix, constant(0.0, dpp))}));
+        ExprP dp_value = transplant(bm_.a.nest->store->value, sym_map(bm_.a.env), [&](const Expr& e) -> ExprP {
+          return e.name == bm_.dp ? cell(tdp, dpp) : nullptr;
+        });
+        dp_value = from_rows(dp_value, role_syms_[static_cast<std::size_t>(bm_.chan0)],
+                             bm_.vocab.extents[static_cast<std::size_t>(bm_.chan0)]);
+        st.push_back(over(count, {loop(bm_.chan0, {set(tdp, tix, dp_value)})}));
+        st.push_back(over(count, {set(tds, tix, binary(BinOp::Mul, cell(tp, xp),
+                                                        binary(BinOp::Sub, cell(tdp, dpp), get(d_node_, at(bm_.m_sig), bm_.sp), bm_.sp),
+                                                        bm_.sp))}));
+        for (const ChainLink& lk : bm_.links) {
+          const Node* nd = view_.node(lk.node);
+          st.push_back(over(count, {set(tds, tix, transplant(lk.nest->store->value, sym_map(lk.env), [&](const Expr& e) -> ExprP {
+                                          if (e.name == lk.node) return constant(0.0, nd->prec);
+                                          if (e.name == lk.prev) return cell(tds, bm_.sp);
+                                          return nullptr;
+                                        }))}));
+        }
+      }
+      // The gradient's row, in its tile: over its channel, each cell accumulating the block's pairs
+      // in order.
+      const std::string replaced = with_ds ? bm_.ds : bm_.p;
+      ExprP scalar = with_ds ? cell(tds, bm_.sp) : cell(tp, xp);
+      st.push_back(loop(channel, {over(count, {set(tg, gix, transplant(g.nest->store->value, sym_map(g.env), [&](const Expr& e) -> ExprP {
+                                                   if (e.name == replaced) return scalar;
+                                                   if (e.name == grad) return get(tg, gix, gp);
+                                                   return nullptr;
+                                                 }))})}));
+      role_override_.erase(inner);
+      return st;
+    };
+    std::vector<StmtP> blocks;
+    if (full > 0) blocks.push_back(for_loop(ib, 0, full - 1, block(Index{{Index::Term{bsz, ib}}, 0}, bsz)));
+    if (rem > 0)
+      for (StmtP& st : block(Index::fixed(full * bsz), rem)) blocks.push_back(std::move(st));
+    // The gradient's row copied into its tile before the blocks and back after them (exact copies
+    // at its precision): the accumulation then reads and writes consecutive cells across the rows
+    // a compiled executor runs side by side.
+    std::vector<StmtP> body = std::move(copies);
+    body.push_back(loop(channel, {set(tg, gix, get(grad, grad_at, gp))}));
+    for (StmtP& st : blocks) body.push_back(std::move(st));
+    body.push_back(loop(channel, {set(grad, grad_at, get(tg, gix, gp))}));
+    return loops(outer, std::move(body));
+  }
+
   // One gradient nest: the outer loops, the pair, the contraction over its channel.
   StmtP gradient_nest(const BoundNest& g, const std::vector<int>& outer, bool with_ds) {
     std::vector<StmtP> body;
@@ -873,9 +1086,12 @@ class Emitter {
 
 }  // namespace
 
-BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names) {
+BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names,
+                               bool allow_blocks) {
   Emitter em(*plan.match, view, names);
-  return em.emit();
+  BackwardEmission out = em.emit(allow_blocks);
+  out.blocked = em.blocked();
+  return out;
 }
 
 Application backward_application(const BackwardPlan& plan, const RoutineView& view, const BackwardEmission& em) {

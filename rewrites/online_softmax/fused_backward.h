@@ -92,11 +92,17 @@ std::optional<std::variant<BackwardPlan, Decline>> match_backward(const RoutineV
 // With no normalizer in the routine: a decline for a composed softmax backward found anyway.
 std::optional<Decline> orphan_backward(const RoutineView& view);
 
+// Cells of the pair's other axis per block in the blocked form.
+inline constexpr std::int64_t kBackwardBlock = 64;
+
 struct BackwardEmission {
   std::vector<StmtP> stmts;  // D, dQ, dK, dV
-  std::vector<Node> nodes;   // D
+  std::vector<Node> nodes;   // D, and the blocked form's tiles
+  bool blocked = false;      // at least one nest in the blocked form
 };
-BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names);
+// `allow_blocks` false: every nest in the per-pair form (tests compare the two bit for bit).
+BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names,
+                               bool allow_blocks = true);
 
 Application backward_application(const BackwardPlan& plan, const RoutineView& view, const BackwardEmission& em);
 
