@@ -35,6 +35,7 @@ struct BackwardMatch {
   int key_role = -1, chan0 = -1, chan1 = -1;
   std::vector<int> row_roles;  // x's roles but the key, in x's axis order
   std::string p, o, v, dout, dp, eg, lg, ng, ds, dq, dk, dv;
+  std::string q_node, k_node;  // the score contraction's factors: dK's and dQ's other operands
   int p_pos = -1, value_pass = -1;
   BoundNest a, c1, d, c2, e, k, l, b;
   std::vector<ChainLink> links;
@@ -473,10 +474,12 @@ class Matcher {
       if (dq) {
         bm_.k = BoundNest{r, acc->nest, env};
         bm_.dq = acc->nest->store->name;
+        bm_.k_node = f->second->name;
       } else {
         bm_.l = BoundNest{r, acc->nest, env};
         bm_.dk = acc->nest->store->name;
         bm_.dk_sig = *t;
+        bm_.q_node = f->second->name;
       }
     }
     if (bm_.k.pos < 0 || bm_.l.pos < 0 || seen.size() != 2)
@@ -1106,8 +1109,8 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
     app.statements.push_back(p + 1);
     app.lines.push_back(view.source_line(p));
   }
-  app.matched = {{"x", bm.nz.x}, {"p", bm.p},   {"o", bm.o},   {"dO", bm.dout}, {"dP", bm.dp},
-                 {"dS", bm.ds},  {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv}};
+  app.matched = {{"x", bm.nz.x}, {"p", bm.p},   {"o", bm.o},   {"v", bm.v},   {"dO", bm.dout}, {"dP", bm.dp},
+                 {"dS", bm.ds},  {"q", bm.q_node}, {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv}};
   app.emitted = fmt::format(
       "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair in scope "
       "locals: over the query rows into {}, over the keys into {} and {}; {} intermediate{} and {} statement{} "

@@ -7,39 +7,11 @@
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 #include "core/ir_visit.h"
+#include "rewrites/online_softmax/ir_map.h"
 
 namespace fp::osm {
 
 namespace {
-
-using ExprMap = std::function<ExprP(const ExprP&)>;
-
-// Bottom-up rewrite of an expression.
-ExprP map_expr(const ExprP& e, const ExprMap& f) {
-  if (!e) return e;
-  if (e->args.empty()) return f(e);
-  auto copy = std::make_shared<Expr>(*e);
-  for (auto& a : copy->args) a = map_expr(a, f);
-  return f(copy);
-}
-
-// Bottom-up rewrite of a statement tree: `f` sees each statement with its children rewritten.
-StmtP map_stmt(const StmtP& s, const std::function<StmtP(const StmtP&)>& f) {
-  if (s->body.empty()) return f(s);
-  auto copy = std::make_shared<Stmt>(*s);
-  for (auto& b : copy->body) b = map_stmt(b, f);
-  return f(copy);
-}
-
-// Every own expression of every statement in the tree.
-StmtP map_exprs(const StmtP& s, const ExprMap& f) {
-  return map_stmt(s, [&](const StmtP& st) {
-    auto copy = std::make_shared<Stmt>(*st);
-    if (copy->value) copy->value = map_expr(copy->value, f);
-    for (auto& c : copy->carried) c.init = map_expr(c.init, f);
-    return StmtP(copy);
-  });
-}
 
 ExprP retype_local(const ExprP& e, const std::string& name, Prec p) {
   return map_expr(e, [&](const ExprP& x) -> ExprP {

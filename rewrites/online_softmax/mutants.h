@@ -25,4 +25,10 @@ std::vector<Mutant> value_pass_mutants(const Routine& tgt, const Application& ap
 // REL(n, b)) or the output alone (refuted by `fold-output`'s certified check, docs/bounds.md §7).
 std::vector<Mutant> block_fold_mutants(const Routine& tgt, const Application& app);
 
+// Mutants of an online-softmax.fused-backward target (blocked form): changes of D, of the
+// recomputed p, of dp and ds, and of the gradients' contractions — each refuted through the exact
+// `backward-dv` or through `backward-dq` / `backward-dk` (another function: the f64 shadows differ).
+// Needs sq = sk (mutants swap operands of the two lengths).
+std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application& app);
+
 }  // namespace fp::osm

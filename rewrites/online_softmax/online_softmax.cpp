@@ -250,11 +250,11 @@ Member online_softmax_member() {
                 "recomputing p, dp and ds = chain(p*(dp - D)) per pair in scope locals: no [seq, seq] gradient buffer",
                 {ClaimSpec{"backward-dv", ObligationKind::Exact, "bitwise",
                            "dV receives the composed products p*dO in the same order, p recomputed bit for bit"},
-                 ClaimSpec{"backward-dq", ObligationKind::Bounded, "certified-bound.fused-backward",
-                           "dQ is the composed gradient within the fused backward's bound (not derived yet: unknown)"},
-                 ClaimSpec{"backward-dk", ObligationKind::Bounded, "certified-bound.fused-backward",
-                           "dK is the composed gradient within the fused backward's bound (not derived yet: unknown)"}},
-                {}},
+                 ClaimSpec{"backward-dq", ObligationKind::Bounded, "real-shadow.fused-backward",
+                           "dQ is the composed gradient within rounding; no certified bound yet: never proved, refuted when it computes another function"},
+                 ClaimSpec{"backward-dk", ObligationKind::Bounded, "real-shadow.fused-backward",
+                           "dK is the composed gradient within rounding; no certified bound yet: never proved, refuted when it computes another function"}},
+                osm::fused_backward_mutants},
   };
   m.apply = rewrite_online_softmax;
   return m;

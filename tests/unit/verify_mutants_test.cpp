@@ -110,6 +110,36 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
 // fold's recurrence gets the full search against REL(n, b)) or the output alone (refuted by
 // `fold-output`'s certified check). The unmutated fold's `fold-sum` and `fold-output` are bounded
 // with their induction proved.
+// The fused backward of a causal training step (sq = sk = 4, the blocked form; the mask's fill a
+// finite -2, so that a masked cell's p is not 0 and the mask's where in ds matters): the unmutated
+// target's dV is exact and its dQ / dK unknown (no certified bound yet: never proved); every
+// declared mutant is refuted — through dV's bitwise check or through dQ / dK's f64 shadows
+// computing another function.
+TEST(VerifyMutants, FusedBackwardMutantsAreRefuted) {
+  AttentionSpec s;
+  s.sq = 4;
+  s.sk = 4;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  s.mask_fill = "-2";
+  s.train = true;
+  Config cfg;
+  cfg.set("online_softmax", "true");
+  cfg.set("online_softmax_backward", "true");
+  std::vector<Task> pair = tasks_of_shape(
+      tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks,
+      "online-softmax.fused-backward");
+  ASSERT_EQ(pair.size(), 3u);  // backward-dv, backward-dq, backward-dk
+  EngineOptions o = options("backward");
+  EXPECT_EQ(discharge(pair[0], o).kind, VerdictKind::Exact) << "backward-dv on the unmutated target";
+  for (int i : {1, 2}) {
+    const Verdict v = discharge(pair[static_cast<std::size_t>(i)], o);
+    EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+    EXPECT_NE(v.message.find("no certified bound"), std::string::npos) << v.message;
+  }
+  expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
+}
+
 TEST(VerifyMutants, BlockFoldMutantsAreRefuted) {
   AttentionSpec s;
   s.sq = 3;
