@@ -1112,10 +1112,12 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
   app.matched = {{"x", bm.nz.x}, {"p", bm.p},   {"o", bm.o},   {"v", bm.v},   {"dO", bm.dout}, {"dP", bm.dp},
                  {"dS", bm.ds},  {"q", bm.q_node}, {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv}};
   app.emitted = fmt::format(
-      "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair in scope "
-      "locals: over the query rows into {}, over the keys into {} and {}; {} intermediate{} and {} statement{} "
-      "consumed",
-      bm.dout, bm.o, em.nodes[0].name, bm.dq, bm.dk, bm.dv, plan.consumed_nodes.size(),
+      "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: over "
+      "the query rows into {}, over the keys into {} and {}; {} intermediate{} and {} statement{} consumed",
+      bm.dout, bm.o, em.nodes[0].name,
+      em.blocked ? fmt::format("in blocks of up to {} over the pair's other axis, in tiles", kBackwardBlock)
+                 : "in scope locals",
+      bm.dq, bm.dk, bm.dv, plan.consumed_nodes.size(),
       plan.consumed_nodes.size() == 1 ? "" : "s", plan.consumed.size(), plan.consumed.size() == 1 ? "" : "s");
   Obligation dv;
   dv.kind = ObligationKind::Exact;

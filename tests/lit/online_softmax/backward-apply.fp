@@ -1,15 +1,21 @@
 # Shape 3, the fused backward, on a causal training step (sq 3, sk 4, d = e = 2): the composed
 # backward's seven [seq, seq] gradient nodes and their eighteen statements become the row dot D and
-# three nests recomputing p, dp and ds per pair (golden: everything from the gradients' zero-outs on).
+# three nests recomputing p, dp and ds per pair, in blocks over the pair's other axis with tiles (golden:
+# the minted nodes, and everything from the gradients' zero-outs on).
 # With the block fold on as well, the step keeps no square buffer; a second rewrite changes nothing.
 # RUN: %flashproof rewrite %s --set online_softmax=true --set online_softmax_backward=true --only online-softmax.fused-backward | FileCheck %s
 # RUN: %flashproof rewrite %s --set online_softmax=true --set online_softmax_backward=true --only online-softmax.fused-backward --explain 2>&1 >/dev/null | FileCheck %s --check-prefix=EXPLAIN
 # RUN: %flashproof rewrite %s --set online_softmax=true --set online_softmax_backward=true --set online_softmax_block=2 -o %t.fold.fp
-# RUN: %flashproof run %t.fold.fp --seed 1 --report-memory -q | FileCheck %s --check-prefix=MEM
+# (At 3 x 4 a block of 64 holds every key: the tiles are as large as a square buffer. The memory
+# report is checked at 80 x 80, where they are not.)
+# RUN: %flashproof attention --sq 80 --sk 80 --d 4 --e 4 --mask causal --mode train -o %t.big.fp
+# RUN: %flashproof rewrite %t.big.fp --set online_softmax=true --set online_softmax_backward=true --set online_softmax_block=16 -o %t.bigfold.fp
+# RUN: %flashproof run %t.bigfold.fp --seed 1 --report-memory -q | FileCheck %s --check-prefix=MEM
 # RUN: %flashproof rewrite %t.fold.fp --set online_softmax=true --set online_softmax_backward=true --set online_softmax_block=2 | grep -v '^#' > %t.again
 # RUN: grep -v '^#' %t.fold.fp | diff - %t.again
 # EXPLAIN: round 1: applied online-softmax.fused-backward at statement 24
-# EXPLAIN: matched: x=masked p=probs o=o dO=dout dP=grad_probs dS=grad_scores dQ=grad_q dK=grad_k dV=grad_v
+# EXPLAIN: matched: x=masked p=probs o=o v=v dO=dout dP=grad_probs dS=grad_scores q=q k=k dQ=grad_q dK=grad_k dV=grad_v
+# EXPLAIN: emitted: the row dot D = Σ dout·o into os_bwd_rowdot_o, and three nests recomputing p, dp and ds per (query, key) pair in blocks of up to 64 over the pair's other axis, in tiles: over the query rows into grad_q, over the keys into grad_k and grad_v; 7 intermediates and 18 statements consumed
 # EXPLAIN: claim exact backward-dv
 # EXPLAIN: claim bounded backward-dq
 # EXPLAIN: claim bounded backward-dk
@@ -17,6 +23,22 @@
 # MEM: os_bwd_rowdot_o
 # MEM: (0 square)
 # CHECK-NOT: grad_probs
+# CHECK: node os_bwd_rowdot_o : f32[1, 3, 1] materialized
+# CHECK: node os_bwd_probs_dq : f32[4, 1, 3, 1] materialized
+# CHECK: node os_bwd_dprob_dq : f32[4, 1, 3, 1] materialized
+# CHECK: node os_bwd_dscore_dq : f32[4, 1, 3, 1] materialized
+# CHECK: node os_bwd_grad_dq : f32[2, 1, 3, 1] materialized
+# CHECK: node os_bwd_rows_q_dq : f32[2, 1, 3, 1] materialized
+# CHECK: node os_bwd_rows_dout_dq : f32[2, 1, 3, 1] materialized
+# CHECK: node os_bwd_probs_dk : f32[3, 1, 4, 1] materialized
+# CHECK: node os_bwd_dprob_dk : f32[3, 1, 4, 1] materialized
+# CHECK: node os_bwd_dscore_dk : f32[3, 1, 4, 1] materialized
+# CHECK: node os_bwd_grad_dk : f32[2, 1, 4, 1] materialized
+# CHECK: node os_bwd_rows_k_dk : f32[2, 1, 4, 1] materialized
+# CHECK: node os_bwd_rows_v_dk : f32[2, 1, 4, 1] materialized
+# CHECK: node os_bwd_probs_dv : f32[3, 1, 4, 1] materialized
+# CHECK: node os_bwd_grad_dv : f32[2, 1, 4, 1] materialized
+# CHECK: node os_bwd_rows_k_dv : f32[2, 1, 4, 1] materialized
 # CHECK: zero grad_q
 # CHECK-NEXT: zero grad_k
 # CHECK-NEXT: zero grad_v
@@ -35,35 +57,67 @@
 # CHECK-NEXT: for bw_b in 0..0 {
 # CHECK-NEXT: for bw_s in 0..2 {
 # CHECK-NEXT: for bw_h in 0..0 {
-# CHECK-NEXT: for bw_t in 0..3 {
-# CHECK-NEXT: local bw_scores : f32
-# CHECK-NEXT: bw_scores := 0:f32
 # CHECK-NEXT: for bw_d in 0..1 {
-# CHECK-NEXT: bw_scores := add.f32(bw_scores, mul.f32(q[bw_b, bw_s, bw_h, bw_d], k[bw_b, bw_t, bw_h, bw_d]))
+# CHECK-NEXT: os_bwd_rows_q_dq[bw_d, bw_b, bw_s, bw_h] = q[bw_b, bw_s, bw_h, bw_d]
 # CHECK-NEXT: }
-# CHECK-NEXT: local bw_scaled : f32
-# CHECK-NEXT: bw_scaled := mul.f32(bw_scores, 0.7071067690849304:f32)
-# CHECK-NEXT: local bw_masked : f32
-# CHECK-NEXT: bw_masked := where.f32(lt.i32(idx.i32(bw_t), idx.i32(bw_s + 2)), bw_scaled, -inf:f32)
-# CHECK-NEXT: local bw_shifted : f32
-# CHECK-NEXT: bw_shifted := sub.f32(bw_masked, row_max[bw_b, bw_s, bw_h])
-# CHECK-NEXT: local bw_exps : f32
-# CHECK-NEXT: bw_exps := exp.f32(bw_shifted)
-# CHECK-NEXT: local bw_probs : f32
-# CHECK-NEXT: bw_probs := div.f32(bw_exps, row_sum[bw_b, bw_s, bw_h])
-# CHECK-NEXT: local bw_dprob : f32
-# CHECK-NEXT: bw_dprob := 0:f32
 # CHECK-NEXT: for bw_value_width in 0..1 {
-# CHECK-NEXT: bw_dprob := add.f32(bw_dprob, mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], v[bw_b, bw_t, bw_h, bw_value_width]))
+# CHECK-NEXT: os_bwd_rows_dout_dq[bw_value_width, bw_b, bw_s, bw_h] = dout[bw_b, bw_s, bw_h, bw_value_width]
 # CHECK-NEXT: }
-# CHECK-NEXT: local bw_dscore : f32
-# CHECK-NEXT: bw_dscore := mul.f32(bw_probs, sub.f32(bw_dprob, os_bwd_rowdot_o[bw_b, bw_s, bw_h]))
-# CHECK-NEXT: bw_dscore := add.f32(0:f32, bw_dscore)
-# CHECK-NEXT: bw_dscore := add.f32(0:f32, where.f32(lt.i32(idx.i32(bw_t), idx.i32(bw_s + 2)), bw_dscore, 0:f32))
-# CHECK-NEXT: bw_dscore := add.f32(0:f32, mul.f32(bw_dscore, 0.7071067690849304:f32))
 # CHECK-NEXT: for bw_head_width in 0..1 {
-# CHECK-NEXT: grad_q[bw_b, bw_s, bw_h, bw_head_width] = add.f32(grad_q[bw_b, bw_s, bw_h, bw_head_width], mul.f32(bw_dscore, k[bw_b, bw_t, bw_h, bw_head_width]))
+# CHECK-NEXT: os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h] = grad_q[bw_b, bw_s, bw_h, bw_head_width]
 # CHECK-NEXT: }
+# CHECK-NEXT: for bw_block in 0..0 {
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = 0:f32
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: for bw_d in 0..1 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], mul.f32(os_bwd_rows_q_dq[bw_d, bw_b, bw_s, bw_h], k[bw_b, 4*bw_block + bw_j, bw_h, bw_d]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = mul.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], 0.7071067690849304:f32)
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], -inf:f32)
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = sub.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], row_max[bw_b, bw_s, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = exp.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = div.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], row_sum[bw_b, bw_s, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = 0:f32
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: for bw_value_width in 0..1 {
+# CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], mul.f32(os_bwd_rows_dout_dq[bw_value_width, bw_b, bw_s, bw_h], v[bw_b, 4*bw_block + bw_j, bw_h, bw_value_width]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = mul.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], sub.f32(os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], os_bwd_rowdot_o[bw_b, bw_s, bw_h]))
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h], 0:f32))
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, mul.f32(os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h], 0.7071067690849304:f32))
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_head_width in 0..1 {
+# CHECK-NEXT: for bw_j in 0..3 {
+# CHECK-NEXT: os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h] = add.f32(os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h], mul.f32(os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h], k[bw_b, 4*bw_block + bw_j, bw_h, bw_head_width]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_head_width in 0..1 {
+# CHECK-NEXT: grad_q[bw_b, bw_s, bw_h, bw_head_width] = os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h]
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: }
@@ -71,35 +125,67 @@
 # CHECK-NEXT: for bw_b in 0..0 {
 # CHECK-NEXT: for bw_t in 0..3 {
 # CHECK-NEXT: for bw_h in 0..0 {
-# CHECK-NEXT: for bw_s in 0..2 {
-# CHECK-NEXT: local bw_scores_2 : f32
-# CHECK-NEXT: bw_scores_2 := 0:f32
 # CHECK-NEXT: for bw_d_2 in 0..1 {
-# CHECK-NEXT: bw_scores_2 := add.f32(bw_scores_2, mul.f32(q[bw_b, bw_s, bw_h, bw_d_2], k[bw_b, bw_t, bw_h, bw_d_2]))
+# CHECK-NEXT: os_bwd_rows_k_dk[bw_d_2, bw_b, bw_t, bw_h] = k[bw_b, bw_t, bw_h, bw_d_2]
 # CHECK-NEXT: }
-# CHECK-NEXT: local bw_scaled_2 : f32
-# CHECK-NEXT: bw_scaled_2 := mul.f32(bw_scores_2, 0.7071067690849304:f32)
-# CHECK-NEXT: local bw_masked_2 : f32
-# CHECK-NEXT: bw_masked_2 := where.f32(lt.i32(idx.i32(bw_t), idx.i32(bw_s + 2)), bw_scaled_2, -inf:f32)
-# CHECK-NEXT: local bw_shifted_2 : f32
-# CHECK-NEXT: bw_shifted_2 := sub.f32(bw_masked_2, row_max[bw_b, bw_s, bw_h])
-# CHECK-NEXT: local bw_exps_2 : f32
-# CHECK-NEXT: bw_exps_2 := exp.f32(bw_shifted_2)
-# CHECK-NEXT: local bw_probs_2 : f32
-# CHECK-NEXT: bw_probs_2 := div.f32(bw_exps_2, row_sum[bw_b, bw_s, bw_h])
-# CHECK-NEXT: local bw_dprob_2 : f32
-# CHECK-NEXT: bw_dprob_2 := 0:f32
 # CHECK-NEXT: for bw_value_width in 0..1 {
-# CHECK-NEXT: bw_dprob_2 := add.f32(bw_dprob_2, mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], v[bw_b, bw_t, bw_h, bw_value_width]))
+# CHECK-NEXT: os_bwd_rows_v_dk[bw_value_width, bw_b, bw_t, bw_h] = v[bw_b, bw_t, bw_h, bw_value_width]
 # CHECK-NEXT: }
-# CHECK-NEXT: local bw_dscore_2 : f32
-# CHECK-NEXT: bw_dscore_2 := mul.f32(bw_probs_2, sub.f32(bw_dprob_2, os_bwd_rowdot_o[bw_b, bw_s, bw_h]))
-# CHECK-NEXT: bw_dscore_2 := add.f32(0:f32, bw_dscore_2)
-# CHECK-NEXT: bw_dscore_2 := add.f32(0:f32, where.f32(lt.i32(idx.i32(bw_t), idx.i32(bw_s + 2)), bw_dscore_2, 0:f32))
-# CHECK-NEXT: bw_dscore_2 := add.f32(0:f32, mul.f32(bw_dscore_2, 0.7071067690849304:f32))
 # CHECK-NEXT: for bw_head_width in 0..1 {
-# CHECK-NEXT: grad_k[bw_b, bw_t, bw_h, bw_head_width] = add.f32(grad_k[bw_b, bw_t, bw_h, bw_head_width], mul.f32(q[bw_b, bw_s, bw_h, bw_head_width], bw_dscore_2))
+# CHECK-NEXT: os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h] = grad_k[bw_b, bw_t, bw_h, bw_head_width]
 # CHECK-NEXT: }
+# CHECK-NEXT: for bw_block_2 in 0..0 {
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = 0:f32
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: for bw_d_2 in 0..1 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], mul.f32(q[bw_b, 3*bw_block_2 + bw_j_2, bw_h, bw_d_2], os_bwd_rows_k_dk[bw_d_2, bw_b, bw_t, bw_h]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], 0.7071067690849304:f32)
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + bw_j_2 + 2)), os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], -inf:f32)
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = sub.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], row_max[bw_b, 3*bw_block_2 + bw_j_2, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = exp.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = div.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], row_sum[bw_b, 3*bw_block_2 + bw_j_2, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = 0:f32
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: for bw_value_width in 0..1 {
+# CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], mul.f32(dout[bw_b, 3*bw_block_2 + bw_j_2, bw_h, bw_value_width], os_bwd_rows_v_dk[bw_value_width, bw_b, bw_t, bw_h]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], sub.f32(os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], os_bwd_rowdot_o[bw_b, 3*bw_block_2 + bw_j_2, bw_h]))
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + bw_j_2 + 2)), os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h], 0:f32))
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, mul.f32(os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h], 0.7071067690849304:f32))
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_head_width in 0..1 {
+# CHECK-NEXT: for bw_j_2 in 0..2 {
+# CHECK-NEXT: os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h] = add.f32(os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h], mul.f32(q[bw_b, 3*bw_block_2 + bw_j_2, bw_h, bw_head_width], os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_head_width in 0..1 {
+# CHECK-NEXT: grad_k[bw_b, bw_t, bw_h, bw_head_width] = os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h]
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: }
@@ -107,25 +193,44 @@
 # CHECK-NEXT: for bw_b in 0..0 {
 # CHECK-NEXT: for bw_t in 0..3 {
 # CHECK-NEXT: for bw_h in 0..0 {
-# CHECK-NEXT: for bw_s in 0..2 {
-# CHECK-NEXT: local bw_scores_3 : f32
-# CHECK-NEXT: bw_scores_3 := 0:f32
 # CHECK-NEXT: for bw_d_3 in 0..1 {
-# CHECK-NEXT: bw_scores_3 := add.f32(bw_scores_3, mul.f32(q[bw_b, bw_s, bw_h, bw_d_3], k[bw_b, bw_t, bw_h, bw_d_3]))
+# CHECK-NEXT: os_bwd_rows_k_dv[bw_d_3, bw_b, bw_t, bw_h] = k[bw_b, bw_t, bw_h, bw_d_3]
 # CHECK-NEXT: }
-# CHECK-NEXT: local bw_scaled_3 : f32
-# CHECK-NEXT: bw_scaled_3 := mul.f32(bw_scores_3, 0.7071067690849304:f32)
-# CHECK-NEXT: local bw_masked_3 : f32
-# CHECK-NEXT: bw_masked_3 := where.f32(lt.i32(idx.i32(bw_t), idx.i32(bw_s + 2)), bw_scaled_3, -inf:f32)
-# CHECK-NEXT: local bw_shifted_3 : f32
-# CHECK-NEXT: bw_shifted_3 := sub.f32(bw_masked_3, row_max[bw_b, bw_s, bw_h])
-# CHECK-NEXT: local bw_exps_3 : f32
-# CHECK-NEXT: bw_exps_3 := exp.f32(bw_shifted_3)
-# CHECK-NEXT: local bw_probs_3 : f32
-# CHECK-NEXT: bw_probs_3 := div.f32(bw_exps_3, row_sum[bw_b, bw_s, bw_h])
 # CHECK-NEXT: for bw_value_width in 0..1 {
-# CHECK-NEXT: grad_v[bw_b, bw_t, bw_h, bw_value_width] = add.f32(grad_v[bw_b, bw_t, bw_h, bw_value_width], mul.f32(bw_probs_3, dout[bw_b, bw_s, bw_h, bw_value_width]))
+# CHECK-NEXT: os_bwd_grad_dv[bw_value_width, bw_b, bw_t, bw_h] = grad_v[bw_b, bw_t, bw_h, bw_value_width]
 # CHECK-NEXT: }
+# CHECK-NEXT: for bw_block_3 in 0..0 {
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = 0:f32
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: for bw_d_3 in 0..1 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = add.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], mul.f32(q[bw_b, 3*bw_block_3 + bw_j_3, bw_h, bw_d_3], os_bwd_rows_k_dv[bw_d_3, bw_b, bw_t, bw_h]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], 0.7071067690849304:f32)
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + bw_j_3 + 2)), os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], -inf:f32)
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = sub.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], row_max[bw_b, 3*bw_block_3 + bw_j_3, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = exp.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = div.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], row_sum[bw_b, 3*bw_block_3 + bw_j_3, bw_h])
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_value_width in 0..1 {
+# CHECK-NEXT: for bw_j_3 in 0..2 {
+# CHECK-NEXT: os_bwd_grad_dv[bw_value_width, bw_b, bw_t, bw_h] = add.f32(os_bwd_grad_dv[bw_value_width, bw_b, bw_t, bw_h], mul.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], dout[bw_b, 3*bw_block_3 + bw_j_3, bw_h, bw_value_width]))
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: }
+# CHECK-NEXT: for bw_value_width in 0..1 {
+# CHECK-NEXT: grad_v[bw_b, bw_t, bw_h, bw_value_width] = os_bwd_grad_dv[bw_value_width, bw_b, bw_t, bw_h]
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: }
