@@ -244,10 +244,11 @@ Member online_softmax_member() {
                            "relative to sum (|p| + kappa)*|v| (docs/bounds.md §7)"}},
                 osm::block_fold_mutants},
       ShapeInfo{osm::kFusedBackwardId,
-                "exact (dV), bounded (dQ, dK)",
+                "exact (dV), bounded (dQ, dK: no certified bound yet, never proved)",
                 "with online_softmax_backward on, a training step's composed softmax backward becomes a per-row "
                 "D = sum(dO*O) and three nests (over the query rows into dQ, over the keys into dK and dV) "
-                "recomputing p, dp and ds = chain(p*(dp - D)) per pair in scope locals: no [seq, seq] gradient buffer",
+                "recomputing p, dp and ds = chain(p*(dp - D)) per pair (in blocks of up to 64, in tiles, where the chain allows): "
+                "no [seq, seq] gradient buffer",
                 {ClaimSpec{"backward-dv", ObligationKind::Exact, "bitwise",
                            "dV receives the composed products p*dO in the same order, p recomputed bit for bit"},
                  ClaimSpec{"backward-dq", ObligationKind::Bounded, "real-shadow.fused-backward",
