@@ -813,6 +813,19 @@ class Emitter {
     return out;
   }
 
+  // The score contraction's symbols: its cell's (the pair's indices) and a fresh one per reduced
+  // loop, which `reduced` lists outermost first.
+  std::map<std::string, Index> score_symbols(std::vector<const NestLoop*>& reduced) {
+    const Nest& sn = *bm_.scores.score_nest;
+    std::map<std::string, Index> syms = x_cell_map(sn);
+    for (const auto& lp : sn.loops)
+      if (!syms.count(lp.sym)) {
+        syms[lp.sym] = Index::iter(names_.mint("bw_" + sanitize(lp.sym)));
+        reduced.push_back(&lp);
+      }
+    return syms;
+  }
+
   // The pair's recomputed cell of `node` (the score contraction, its chain, n, e, P) into a local,
   // at the node's own precision; recursively for what it reads. Returns the local's read.
   ExprP recompute(const std::string& node, std::vector<StmtP>& out, std::map<std::string, ExprP>& done) {
@@ -832,13 +845,8 @@ class Emitter {
     if (node == bm_.scores.s) {
       // zero S, then S += a·b over the reduced loops in their order (fresh symbols).
       const Nest& sn = *bm_.scores.score_nest;
-      std::map<std::string, Index> syms = x_cell_map(sn);
       std::vector<const NestLoop*> reduced;
-      for (const auto& lp : sn.loops)
-        if (!syms.count(lp.sym)) {
-          syms[lp.sym] = Index::iter(names_.mint("bw_" + sanitize(lp.sym)));
-          reduced.push_back(&lp);
-        }
+      std::map<std::string, Index> syms = score_symbols(reduced);
       out.push_back(set_local(local, constant(0.0, nd->prec)));
       StmtP body = set_local(local, transplant(sn.store->value, syms, [&](const Expr& g) -> ExprP {
                                return g.name == node ? read : nullptr;
@@ -1003,13 +1011,8 @@ class Emitter {
       st.push_back(over(count, {set(tp, tix, constant(0.0, xp))}));
       {
         const Nest& sn = *bm_.scores.score_nest;
-        std::map<std::string, Index> syms = x_cell_map(sn);
         std::vector<const NestLoop*> reduced;
-        for (const auto& lp : sn.loops)
-          if (!syms.count(lp.sym)) {
-            syms[lp.sym] = Index::iter(names_.mint("bw_" + sanitize(lp.sym)));
-            reduced.push_back(&lp);
-          }
+        std::map<std::string, Index> syms = score_symbols(reduced);
         ExprP value = transplant(sn.store->value, syms, [&](const Expr& e) -> ExprP {
           return e.name == order[0] ? cell(tp, xp) : nullptr;
         });
