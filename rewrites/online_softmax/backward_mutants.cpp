@@ -26,10 +26,17 @@ Routine with_body(const Routine& r, StmtP body) {
   return out;
 }
 
-// Every Set of a node named with `prefix` gets its value rewritten by `f` (bottom-up).
+// ds lives in dp's tile when both are at one precision, else in its own.
+bool ds_tile(const std::string& n, const std::string& nest) {
+  return starts(n, "os_bwd_dscore_" + nest) || starts(n, "os_bwd_dprob_" + nest);
+}
+
+// Every Set of a node named with `prefix` (or, for "ds:<nest>", ds's tile) gets its value rewritten
+// by `f` (bottom-up).
 Routine map_sets(const Routine& r, const std::string& prefix, const ExprMap& f) {
   return with_body(r, map_stmt(r.body, [&](const StmtP& s) -> StmtP {
-                     if (s->kind != StmtKind::Set || !starts(s->name, prefix)) return s;
+                     const bool hit = starts(prefix, "ds:") ? ds_tile(s->name, prefix.substr(3)) : starts(s->name, prefix);
+                     if (s->kind != StmtKind::Set || !hit) return s;
                      auto c = std::make_shared<Stmt>(*s);
                      c->value = map_expr(s->value, f);
                      return c;
@@ -114,19 +121,19 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   add("dp-reads-dout-for-v", "dK's dp reads the key's row of dO instead of v",
       map_sets(tgt, "os_bwd_rows_" + v + "_dk", rename(v, dout)));
   add("ds-sign", "ds = p·(D - dp) instead of p·(dp - D)",
-      map_sets(tgt, "os_bwd_dscore_", [&](const ExprP& x) -> ExprP {
+      map_sets(tgt, "ds:", [&](const ExprP& x) -> ExprP {
         if (!is_op(x, BinOp::Sub) || x->args[0]->kind != ExprKind::Get || !starts(x->args[0]->name, "os_bwd_dprob_"))
           return x;
         return binary(BinOp::Sub, x->args[1], x->args[0], x->prec);
       }));
   add("ds-mask-dropped", "the mask's where dropped from ds (a masked cell's score gradient not 0)",
-      map_sets(tgt, "os_bwd_dscore_", [&](const ExprP& x) -> ExprP {
+      map_sets(tgt, "ds:", [&](const ExprP& x) -> ExprP {
         return x->kind == ExprKind::Ternary && x->ternop() == TernOp::Where ? x->args[1] : x;
       }));
   add("ds-scale-dropped-in-dq", "dQ's ds without the score scale",
-      map_sets(tgt, "os_bwd_dscore_dq", [&](const ExprP& x) -> ExprP {
+      map_sets(tgt, "ds:dq", [&](const ExprP& x) -> ExprP {
         if (!is_op(x, BinOp::Mul) || x->args[1]->kind != ExprKind::Const || x->args[0]->kind != ExprKind::Get ||
-            !starts(x->args[0]->name, "os_bwd_dscore_"))
+            !ds_tile(x->args[0]->name, "dq"))
           return x;
         return x->args[0];
       }));

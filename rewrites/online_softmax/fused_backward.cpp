@@ -951,7 +951,10 @@ class Emitter {
       return t.name;
     };
     const std::string tp = tile("probs", xp);
-    const std::string tdp = with_ds ? tile("dprob", dpp) : "", tds = with_ds ? tile("dscore", bm_.sp) : "";
+    // ds goes into dp's tile in place when both are at one precision (every step then reads the
+    // cell it writes, which a compiled executor runs across its lanes), else into its own tile.
+    const std::string tdp = with_ds ? tile("dprob", dpp) : "";
+    const std::string tds = !with_ds ? "" : dpp == bm_.sp ? tdp : tile("dscore", bm_.sp);
     std::vector<Index> tix = {Index::iter(j)};
     for (int r : outer) tix.push_back(role_index(r));
     // The gradient's tile [channel, outer axes].

@@ -26,13 +26,11 @@
 # CHECK: node os_bwd_rowdot_o : f32[1, 3, 1] materialized
 # CHECK: node os_bwd_probs_dq : f32[4, 1, 3, 1] materialized
 # CHECK: node os_bwd_dprob_dq : f32[4, 1, 3, 1] materialized
-# CHECK: node os_bwd_dscore_dq : f32[4, 1, 3, 1] materialized
 # CHECK: node os_bwd_grad_dq : f32[2, 1, 3, 1] materialized
 # CHECK: node os_bwd_rows_q_dq : f32[2, 1, 3, 1] materialized
 # CHECK: node os_bwd_rows_dout_dq : f32[2, 1, 3, 1] materialized
 # CHECK: node os_bwd_probs_dk : f32[3, 1, 4, 1] materialized
 # CHECK: node os_bwd_dprob_dk : f32[3, 1, 4, 1] materialized
-# CHECK: node os_bwd_dscore_dk : f32[3, 1, 4, 1] materialized
 # CHECK: node os_bwd_grad_dk : f32[2, 1, 4, 1] materialized
 # CHECK: node os_bwd_rows_k_dk : f32[2, 1, 4, 1] materialized
 # CHECK: node os_bwd_rows_v_dk : f32[2, 1, 4, 1] materialized
@@ -99,20 +97,20 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
-# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = mul.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], sub.f32(os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], os_bwd_rowdot_o[bw_b, bw_s, bw_h]))
+# CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = mul.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], sub.f32(os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], os_bwd_rowdot_o[bw_b, bw_s, bw_h]))
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
-# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h])
+# CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h])
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
-# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h], 0:f32))
+# CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], 0:f32))
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
-# CHECK-NEXT: os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, mul.f32(os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h], 0.7071067690849304:f32))
+# CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, mul.f32(os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], 0.7071067690849304:f32))
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_head_width in 0..1 {
 # CHECK-NEXT: for bw_j in 0..3 {
-# CHECK-NEXT: os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h] = add.f32(os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h], mul.f32(os_bwd_dscore_dq[bw_j, bw_b, bw_s, bw_h], k[bw_b, 4*bw_block + bw_j, bw_h, bw_head_width]))
+# CHECK-NEXT: os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h] = add.f32(os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h], mul.f32(os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], k[bw_b, 4*bw_block + bw_j, bw_h, bw_head_width]))
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: }
@@ -167,20 +165,20 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
-# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], sub.f32(os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], os_bwd_rowdot_o[bw_b, 3*bw_block_2 + bw_j_2, bw_h]))
+# CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], sub.f32(os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], os_bwd_rowdot_o[bw_b, 3*bw_block_2 + bw_j_2, bw_h]))
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
-# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h])
+# CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h])
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
-# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + bw_j_2 + 2)), os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h], 0:f32))
+# CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + bw_j_2 + 2)), os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], 0:f32))
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
-# CHECK-NEXT: os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, mul.f32(os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h], 0.7071067690849304:f32))
+# CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, mul.f32(os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], 0.7071067690849304:f32))
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_head_width in 0..1 {
 # CHECK-NEXT: for bw_j_2 in 0..2 {
-# CHECK-NEXT: os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h] = add.f32(os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h], mul.f32(q[bw_b, 3*bw_block_2 + bw_j_2, bw_h, bw_head_width], os_bwd_dscore_dk[bw_j_2, bw_b, bw_t, bw_h]))
+# CHECK-NEXT: os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h] = add.f32(os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h], mul.f32(q[bw_b, 3*bw_block_2 + bw_j_2, bw_h, bw_head_width], os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h]))
 # CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: }
