@@ -37,25 +37,14 @@ Config backward_on(std::int64_t block = 0) {
   return c;
 }
 
-struct Case : AttentionCase {
-  std::int64_t block = 0;
-  Case(std::string m = "causal", std::int64_t q = 5, std::int64_t k = 7, std::int64_t b = 0, Prec p = Prec::F32) {
-    mask = std::move(m);
-    sq = q;
-    sk = k;
-    block = b;
-    prec = p;
-    train = true;
-  }
-};
+using Case = BlockedCase;
 
-std::string name(const Case& c) { return case_name(c) + " B " + std::to_string(c.block); }
-
-int count_shape(const RewriteResult& r, const char* shape) {
-  int n = 0;
-  for (const auto& a : r.applications) n += a.shape == shape;
-  return n;
+// A training step (fill -inf); block 0 keeps the two-pass forward.
+Case step(std::string mask = "causal", std::int64_t q = 5, std::int64_t k = 7, std::int64_t b = 0, Prec p = Prec::F32) {
+  return Case{std::move(mask), "-inf", q, k, b, p, true};
 }
+
+std::string name(const Case& c) { return blocked_case_name(c); }
 
 // The composed step and its rewrite on the same inputs: both outputs, the rewrite's routine.
 struct Ran {
@@ -85,13 +74,13 @@ void differential(const Case& c, double tol) {
 TEST(OnlineSoftmaxBackward, F32StepMatchesTheComposedStepAcrossMasksShapesAndForwards) {
   for (const std::string mask : {"none", "causal", "padding:2", "prefix:1"})
     for (auto [sq, sk] : {std::pair<std::int64_t, std::int64_t>{5, 7}, {7, 4}, {1, 9}})
-      for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}}) differential(Case{mask, sq, sk, b}, 1e-5);
+      for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}}) differential(step(mask, sq, sk, b), 1e-5);
 }
 
 TEST(OnlineSoftmaxBackward, FillsKeepTheComposedNaNsAndFullyMaskedRows) {
   for (const std::string fill : {"-inf", "-1e4", "nan", "inf"})
     for (const std::string mask : {"causal", "padding:9", "padding:4"}) {
-      Case c{mask, 4, 9, 4};
+      Case c = step(mask, 4, 9, 4);
       c.fill = fill;
       differential(c, 1e-5);
     }
@@ -102,7 +91,7 @@ TEST(OnlineSoftmaxBackward, FillsKeepTheComposedNaNsAndFullyMaskedRows) {
 // both, cell for cell.
 TEST(OnlineSoftmaxBackward, FiniteFillWithNoLiveKeyGivesZeroDqAndNonZeroDv) {
   for (std::int64_t b : {std::int64_t{0}, std::int64_t{4}}) {
-    Case c{"padding:9", 4, 9, b};
+    Case c = step("padding:9", 4, 9, b);
     c.fill = "-1e4";
     SCOPED_TRACE(name(c));
     Ran r = run_both(c);
@@ -123,9 +112,9 @@ TEST(OnlineSoftmaxBackward, FiniteFillWithNoLiveKeyGivesZeroDqAndNonZeroDv) {
 TEST(OnlineSoftmaxBackward, EveryPrecisionAndTwoLayers) {
   for (Prec p : {Prec::F64, Prec::F16, Prec::BF16})
     for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}})
-      differential(Case{"causal", 5, 7, b, p}, p == Prec::F64 ? 1e-12 : (p == Prec::F16 ? 2e-2 : 1e-1));
+      differential(step("causal", 5, 7, b, p), p == Prec::F64 ? 1e-12 : (p == Prec::F16 ? 2e-2 : 1e-1));
   for (std::int64_t b : {std::int64_t{0}, std::int64_t{2}}) {
-    Case c{"causal", 4, 4, b};
+    Case c = step("causal", 4, 4, b);
     c.layers = 2;
     differential(c, 1e-5);
   }
@@ -138,7 +127,7 @@ TEST(OnlineSoftmaxBackward, ValueGradientIsBitForBitTheComposedOne) {
   TierOptions only;
   only.only = {osm::kFusedBackwardId};
   for (const std::string mask : {"none", "causal", "padding:5"}) {
-    Case c{mask, 5, 7, 0};
+    Case c = step(mask, 5, 7, 0);
     SCOPED_TRACE(name(c));
     Routine composed = build_attention(spec_of(c));
     RewriteResult res = run_tier(composed, backward_on(0), only);
@@ -154,7 +143,7 @@ TEST(OnlineSoftmaxBackward, ValueGradientIsBitForBitTheComposedOne) {
 TEST(OnlineSoftmaxBackward, FusedGradientsPassAFiniteDifferenceCheck) {
   for (const std::string mask : {"none", "causal"})
     for (std::int64_t b : {std::int64_t{0}, std::int64_t{3}}) {
-      Case c{mask, 5, 7, b, Prec::F64};
+      Case c = step(mask, 5, 7, b, Prec::F64);
       SCOPED_TRACE(name(c));
       Ran r = run_both(c, 3);
       AttentionCase fwd = c;
@@ -182,8 +171,8 @@ TEST(OnlineSoftmaxBackward, FusedGradientsPassAFiniteDifferenceCheck) {
 TEST(OnlineSoftmaxBackward, CompiledCIsBitwiseTheInterpreterTwiceInARow) {
   std::vector<Routine> rs;
   std::vector<std::string> names;
-  for (Case c : {Case{"causal", 5, 7, 0}, Case{"none", 4, 9, 3}, Case{"padding:9", 3, 9, 2},
-                 Case{"causal", 6, 6, 16, Prec::F64}, Case{"causal", 5, 7, 2, Prec::F16}, Case{"causal", 37, 45, 7}}) {
+  for (Case c : {step("causal", 5, 7, 0), step("none", 4, 9, 3), step("padding:9", 3, 9, 2),
+                 step("causal", 6, 6, 16, Prec::F64), step("causal", 5, 7, 2, Prec::F16), step("causal", 37, 45, 7)}) {
     rs.push_back(run_tier(build_attention(spec_of(c)), backward_on(c.block)).routine);
     names.push_back(name(c));
   }
@@ -201,7 +190,7 @@ TEST(OnlineSoftmaxBackward, CompiledCIsBitwiseTheInterpreterTwiceInARow) {
 }
 
 TEST(OnlineSoftmaxBackward, WithTheFoldNoSquareBufferIsLeftAndTheTierIsAFixpoint) {
-  Case c{"causal", 6, 10, 4};
+  Case c = step("causal", 6, 10, 4);
   Routine composed = build_attention(spec_of(c));
   RewriteResult res = run_tier(composed, backward_on(4));
   EXPECT_EQ(count_shape(res, osm::kFusedBackwardId), 1);

@@ -77,6 +77,35 @@ inline std::string case_name(const AttentionCase& c) {
          (c.dropout > 0 ? " dropout" : "");
 }
 
+// A differential case with a block size for shape 4 (0: the two-pass form); 5 queries and 7 keys
+// by default.
+struct BlockedCase : AttentionCase {
+  std::int64_t block = 3;
+  BlockedCase() {
+    sq = 5;
+    sk = 7;
+  }
+  BlockedCase(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b, Prec p = Prec::F32,
+              bool tr = false) {
+    mask = std::move(m);
+    fill = std::move(f);
+    sq = q;
+    sk = k;
+    block = b;
+    prec = p;
+    train = tr;
+  }
+};
+
+inline std::string blocked_case_name(const BlockedCase& c) { return case_name(c) + " B " + std::to_string(c.block); }
+
+// How many applications of `shape` the tier made.
+inline int count_shape(const RewriteResult& r, const std::string& shape) {
+  int n = 0;
+  for (const auto& a : r.applications) n += a.shape == shape;
+  return n;
+}
+
 // Both routines on the same inputs (make_inputs with `seed`), every output of the first within
 // `tol` of it in the second (attention_reference.h close).
 inline void expect_outputs_close(const Routine& composed, const Routine& rewritten, std::uint64_t seed, double tol) {

@@ -32,33 +32,11 @@ Config fold_on(std::int64_t block) {
   return c;
 }
 
-// A differential case (online_softmax_fixtures.h) with the fold's block size; 5 queries and 7 keys
-// by default.
-struct Case : AttentionCase {
-  std::int64_t block = 3;
-  Case() {
-    sq = 5;
-    sk = 7;
-  }
-  Case(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b, Prec p = Prec::F32,
-       bool tr = false) {
-    mask = std::move(m);
-    fill = std::move(f);
-    sq = q;
-    sk = k;
-    block = b;
-    prec = p;
-    train = tr;
-  }
-};
+using Case = BlockedCase;
 
-std::string name(const Case& c) { return case_name(c) + " B " + std::to_string(c.block); }
+std::string name(const Case& c) { return blocked_case_name(c); }
 
-int fold_count(const RewriteResult& r) {
-  int n = 0;
-  for (const auto& a : r.applications) n += a.shape == osm::kBlockFoldId;
-  return n;
-}
+int fold_count(const RewriteResult& r) { return count_shape(r, osm::kBlockFoldId); }
 
 // Composed and folded on the same inputs; every output within `tol` (attention_reference.h close:
 // relative to the larger of the cell and the tensor's rms, NaN and infinities exact).
