@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "attention_reference.h"
+#include "compiled_expect.h"
 #include "core/interpreter.h"
 #include "exec/c_executor.h"
 #include "frontend/attention.h"
@@ -176,17 +177,9 @@ TEST(OnlineSoftmaxBackward, CompiledCIsBitwiseTheInterpreterTwiceInARow) {
     rs.push_back(run_tier(build_attention(spec_of(c)), backward_on(c.block)).routine);
     names.push_back(name(c));
   }
-  auto progs = compile_c_batch(rs, testing::jit_test_options());
-  ASSERT_EQ(progs.size(), rs.size());
-  for (std::size_t i = 0; i < rs.size(); ++i) {
-    SCOPED_TRACE(names[i]);
-    TensorMap in = testref::make_inputs(rs[i], 5 + i);
-    TensorMap first = progs[i]->run(in);
-    EXPECT_TRUE(testing::bitwise_equal(interpret(rs[i], in), first));
-    // A second run of the step recomputes identical gradients (the zero-outs it accumulates onto
-    // are kept).
-    EXPECT_TRUE(testing::bitwise_equal(first, progs[i]->run(in)));
-  }
+  // A second run of the step recomputes identical gradients (the zero-outs it accumulates onto
+  // are kept).
+  testing::expect_compiled_bitwise(rs, names, true);
 }
 
 TEST(OnlineSoftmaxBackward, WithTheFoldNoSquareBufferIsLeftAndTheTierIsAFixpoint) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "attention_reference.h"
+#include "compiled_expect.h"
 #include "core/interpreter.h"
 #include "core/numerics.h"
 #include "exec/c_executor.h"
@@ -146,13 +147,7 @@ TEST(OnlineSoftmaxFold, CompiledCIsBitwiseTheInterpreter) {
     rs.push_back(run_tier(build_attention(spec_of(c)), fold_on(c.block)).routine);
     names.push_back(name(c));
   }
-  auto progs = compile_c_batch(rs, testing::jit_test_options());
-  ASSERT_EQ(progs.size(), rs.size());
-  for (std::size_t i = 0; i < rs.size(); ++i) {
-    SCOPED_TRACE(names[i]);
-    TensorMap in = testref::make_inputs(rs[i], 5 + i);
-    EXPECT_TRUE(testing::bitwise_equal(interpret(rs[i], in), progs[i]->run(in)));
-  }
+  testing::expect_compiled_bitwise(rs, names);
 }
 
 // ---- skipped key blocks (block_fold.h, "SKIPS") -------------------------------------------------
