@@ -46,6 +46,15 @@ Routine folded(const Routine& r) {
   return run_tier(r, c).routine;
 }
 
+// The fused backward (shape 3) after the fold: a training step with no square buffer.
+Routine fused(const Routine& r) {
+  Config c;
+  c.set("online_softmax", "true");
+  c.set("online_softmax_block", "2");
+  c.set("online_softmax_backward", "true");
+  return run_tier(r, c).routine;
+}
+
 AttentionSpec spec(Prec p, bool train, const std::string& mask = "causal") {
   AttentionSpec s;
   s.batch = 2;
@@ -60,7 +69,8 @@ AttentionSpec spec(Prec p, bool train, const std::string& mask = "causal") {
   return s;
 }
 
-// The attention programs the CUDA tests use: composed, two-pass and block fold, forward and training step.
+// The attention programs the CUDA tests use: composed, two-pass and block fold, forward and training step,
+// and the fused backward of the training steps.
 std::vector<std::pair<std::string, Routine>> attention_programs() {
   std::vector<std::pair<std::string, Routine>> out;
   for (Prec p : {Prec::F32, Prec::F16, Prec::BF16, Prec::F64})
@@ -71,6 +81,7 @@ std::vector<std::pair<std::string, Routine>> attention_programs() {
       out.emplace_back(name + " composed", composed);
       out.emplace_back(name + " rewritten", rewritten(composed));
       out.emplace_back(name + " block fold", folded(composed));
+      if (train) out.emplace_back(name + " fused backward", fused(composed));
     }
   return out;
 }
