@@ -95,8 +95,8 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   // p.
   add("p-not-normalized", "p recomputed as exp(x - m) without dividing by l, in every nest",
       map_sets(tgt, "os_bwd_probs_", [&](const ExprP& x) -> ExprP {
-        const bool over_l =
-            is_op(x, BinOp::Div) && x->args[0]->kind == ExprKind::Get && starts(x->args[0]->name, "os_bwd_probs_");
+        // p = e / l: the one division of the line, by l's node.
+        const bool over_l = is_op(x, BinOp::Div) && x->args[1]->kind == ExprKind::Get && !starts(x->args[1]->name, "os_bwd_");
         return over_l ? x->args[0] : x;
       }));
   add("p-unmasked-in-dv", "dV's p recomputed without the mask's where",
@@ -105,7 +105,8 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
       }));
   add("shift-sign-in-dk", "dK's p recomputed from exp(m - x) instead of exp(x - m)",
       map_sets(tgt, "os_bwd_probs_dk", [&](const ExprP& x) -> ExprP {
-        if (!is_op(x, BinOp::Sub) || x->args[0]->kind != ExprKind::Get || !starts(x->args[0]->name, "os_bwd_probs_"))
+        // n = x - m: the one subtraction of the line, of m's node.
+        if (!is_op(x, BinOp::Sub) || x->args[1]->kind != ExprKind::Get || starts(x->args[1]->name, "os_bwd_"))
           return x;
         return binary(BinOp::Sub, x->args[1], x->args[0], x->prec);
       }));
@@ -132,9 +133,8 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
       }));
   add("ds-scale-dropped-in-dq", "dQ's ds without the score scale",
       map_sets(tgt, "ds:dq", [&](const ExprP& x) -> ExprP {
-        if (!is_op(x, BinOp::Mul) || x->args[1]->kind != ExprKind::Const || x->args[0]->kind != ExprKind::Get ||
-            !ds_tile(x->args[0]->name, "dq"))
-          return x;
+        // The scale link: ds times a constant (the only such product in ds's expression).
+        if (!is_op(x, BinOp::Mul) || x->args[1]->kind != ExprKind::Const) return x;
         return x->args[0];
       }));
   // The gradients.
