@@ -9,7 +9,12 @@
 // golden decline leaving the routine exactly as it was.
 
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <filesystem>
 #include <regex>
 
@@ -207,6 +212,61 @@ TEST(OnlineSoftmaxBackward, WithTheFoldNoSquareBufferIsLeftAndTheTierIsAFixpoint
   RewriteResult f = run_tier(build_attention(spec_of(fwd)), backward_on(0));
   EXPECT_EQ(count_shape(f, osm::kFusedBackwardId), 0);
   for (const auto& d : f.declines) EXPECT_NE(d.shape, osm::kFusedBackwardId) << d.sentence;
+}
+
+// Random training steps (mask, fill, lengths, batch, heads, layers, f32/f64, the two-pass or a fold
+// of any block size): the fused backward applies once per layer and every output stays within the
+// differential tolerance of the composed step, NaN exactly where it has NaN.
+RC_GTEST_PROP(OnlineSoftmaxBackwardProperty, AgreesWithTheComposedStepOnRandomSteps, ()) {
+  AttentionSpec spec;
+  spec.train = true;
+  spec.batch = *rc::gen::inRange(1, 3);
+  spec.heads = *rc::gen::inRange(1, 3);
+  spec.sq = *rc::gen::inRange(1, 10);
+  spec.sk = *rc::gen::inRange(1, 10);
+  spec.layers = *rc::gen::inRange(1, 3);
+  spec.d = *rc::gen::inRange(1, 5);
+  spec.e = spec.layers > 1 ? spec.d : *rc::gen::inRange(1, 5);
+  if (spec.layers > 1) spec.sk = spec.sq;  // a layer's output feeds the next as q, k and v
+  const int mask = *rc::gen::inRange(0, 4);
+  const std::int64_t cut = *rc::gen::inRange<std::int64_t>(0, spec.sk + 1);
+  spec.mask = mask == 0 ? "none" : mask == 1 ? "causal" : mask == 2 ? fmt::format("padding:{}", cut)
+                                                                     : fmt::format("prefix:{}", cut);
+  spec.mask_fill = *rc::gen::element<std::string>("-inf", "-1e4", "nan", "inf");
+  spec.precision = *rc::gen::element(Prec::F32, Prec::F64);
+  const std::int64_t block = *rc::gen::inRange<std::int64_t>(0, 12);
+  Routine composed = build_attention(spec);
+  RewriteResult res = run_tier(composed, backward_on(block));
+  RC_ASSERT(well_formed(res.routine));
+  RC_ASSERT(count_shape(res, osm::kFusedBackwardId) == spec.layers);
+  TensorMap in = testref::make_inputs(composed, *rc::gen::inRange<std::uint64_t>(1, 1000));
+  TensorMap want = interpret(composed, in), got = interpret(res.routine, in);
+  // The differential tolerance plus an absolute floor: with two keys and one query, say, the score
+  // gradients cancel to almost nothing (Σ_t ds_t = 0 over the reals) and both steps' rounding is
+  // then of the inputs' size, not of the gradient's (docs/bounds.md §8); a wrong gradient is off
+  // by far more than either.
+  const bool f64 = spec.precision == Prec::F64;
+  const double tol = f64 ? 1e-12 : 1e-5, floor = f64 ? 1e-13 : 1e-6;
+  for (const auto& [node, t] : want) {
+    const std::vector<double>& g = got.at(node).data;
+    double rms = 0;
+    int n = 0;
+    for (double w : t.data) {
+      if (!std::isfinite(w)) continue;
+      rms += w * w;
+      ++n;
+    }
+    rms = n ? std::sqrt(rms / n) : 0;
+    for (std::size_t i = 0; i < t.data.size(); ++i) {
+      const double w = t.data[i];
+      RC_ASSERT(std::isnan(w) == std::isnan(g[i]));
+      if (!std::isfinite(w) || !std::isfinite(g[i])) {
+        RC_ASSERT(std::isnan(w) || w == g[i]);
+        continue;
+      }
+      RC_ASSERT(std::abs(g[i] - w) <= tol * (std::abs(w) + rms) + floor);
+    }
+  }
 }
 
 // tests/lit/online_softmax/backward-decline-*.fp: with only the fused backward selected, the
