@@ -5,8 +5,9 @@
 // two-pass and the block-fold forward; dV bit for bit; an f64 finite-difference check of the fused
 // gradients along random directions against the forward alone (independent of the composed
 // backward); the compiled C executor bitwise against the interpreter, twice in a row; no square
-// buffer with the fold; idempotence, gate-off identity, the fixpoint with every key on; and every
-// golden decline leaving the routine exactly as it was.
+// buffer with the fold; idempotence, gate-off identity, the fixpoint with every key on; every
+// golden decline leaving the routine exactly as it was; and a RapidCheck property over random
+// training steps.
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
