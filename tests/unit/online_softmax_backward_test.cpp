@@ -27,7 +27,12 @@
 #include "jit_test_options.h"
 #include "online_softmax_fixtures.h"
 #include "rewrites/online_softmax/block_fold.h"
+#include "core/numerics.h"
+#include "core/text_printer.h"
+#include "rewrites/name_minter.h"
 #include "rewrites/online_softmax/fused_backward.h"
+#include "rewrites/online_softmax/normalizer_scan.h"
+#include "rewrites/online_softmax/routine_view.h"
 #include "tensor_expect.h"
 
 namespace fp {
@@ -186,6 +191,69 @@ TEST(OnlineSoftmaxBackward, CompiledCIsBitwiseTheInterpreterTwiceInARow) {
   // A second run of the step recomputes identical gradients (the zero-outs it accumulates onto
   // are kept).
   testing::expect_compiled_bitwise(rs, names, true);
+}
+
+// The backward of `r` in the per-pair form (every nest with scope locals per pair), built with the
+// shape's own matcher and emitter, blocks disallowed.
+Routine per_pair_backward(const Routine& r) {
+  osm::RoutineView view(r);
+  NameMinter names(r);
+  std::map<int, std::vector<StmtP>> replacements;
+  std::vector<Node> minted;
+  for (const osm::Normalizer& nz : osm::find_normalizers(view).found) {
+    auto bw = osm::match_backward(view, nz);
+    if (!bw || !std::holds_alternative<osm::BackwardPlan>(*bw)) continue;
+    const auto& plan = std::get<osm::BackwardPlan>(*bw);
+    osm::BackwardEmission em = osm::emit_backward(plan, view, names, false);
+    EXPECT_FALSE(em.blocked);
+    for (int p : plan.consumed) replacements[p] = {};
+    replacements[plan.emit_at] = em.stmts;
+    for (auto& n : em.nodes) minted.push_back(n);
+  }
+  Routine out = view.rebuild(replacements);
+  for (auto& n : minted) out.nodes.push_back(n);
+  return out;
+}
+
+// Inputs with infinities, NaN, signed zeros, subnormals and large scores in v, dout and q.
+TensorMap hostile_inputs(const Routine& r, std::uint64_t seed) {
+  TensorMap in = testref::make_inputs(r, seed);
+  const double specials[] = {INFINITY, -INFINITY, NAN, -0.0, 0.0, -1e-40, 1e-40, -3.0};
+  for (auto& [node, t] : in)
+    for (std::int64_t c = 0; c < t.size(); ++c) {
+      const std::uint64_t h = (seed * 1000003u + static_cast<std::uint64_t>(c) * 7919u) % 29u;
+      const auto cell = static_cast<std::size_t>(c);
+      if ((node == "v" || node == "dout") && h < 8) t.data[cell] = round_to(t.prec, specials[h]);
+      if (node == "q" && h == 9) t.data[cell] = 40.0;
+    }
+  return in;
+}
+
+// The blocked form is the per-pair form bit for bit (the same expression per cell, every gradient
+// cell accumulating its pairs in the same order), on the interpreter and compiled, tails included
+// (37 keys: a block of 37; 70 keys: 64 and a tail of 6).
+TEST(OnlineSoftmaxBackward, BlockedFormIsBitForBitThePerPairForm) {
+  TierOptions only;
+  only.only = {osm::kFusedBackwardId};
+  std::vector<Routine> compiled;
+  std::vector<std::string> names;
+  for (Case c : {step("causal", 5, 7), step("padding:3", 6, 9), step("none", 3, 70), step("causal", 70, 37),
+                 step("causal", 5, 7, 0, Prec::F16), step("prefix:2", 4, 6, 0, Prec::F64)}) {
+    SCOPED_TRACE(name(c));
+    const Routine composed = build_attention(spec_of(c));
+    RewriteResult blocked = run_tier(composed, backward_on(0), only);
+    ASSERT_EQ(count_shape(blocked, osm::kFusedBackwardId), 1);
+    ASSERT_NE(print_routine(blocked.routine).find("os_bwd_probs_"), std::string::npos) << "not the blocked form";
+    const Routine pair = per_pair_backward(composed);
+    ASSERT_TRUE(well_formed(pair));
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      const TensorMap in = hostile_inputs(composed, seed);
+      EXPECT_TRUE(testing::bitwise_equal(interpret(pair, in), interpret(blocked.routine, in)));
+    }
+    compiled.push_back(pair);
+    names.push_back(name(c) + " per pair");
+  }
+  testing::expect_compiled_bitwise(compiled, names);
 }
 
 TEST(OnlineSoftmaxBackward, WithTheFoldNoSquareBufferIsLeftAndTheTierIsAFixpoint) {
