@@ -540,6 +540,18 @@ class Matcher {
       if (!is_float(view_.node(n)->prec)) return Fail{"mixed-precision", fmt::format("{} is not floating point", n)};
     bm_.sp = state_prec(x->prec) == Prec::F64 || state_prec(gp) == Prec::F64 ? Prec::F64 : Prec::F32;
 
+    // A link reads its predecessor and nodes the backward does not consume: the fused nests
+    // compute the predecessor per pair and nothing else of the chain.
+    for (const ChainLink& lk : bm_.links) {
+      std::vector<const Expr*> gets;
+      collect_gets(lk.nest->store->value, gets);
+      for (const Expr* g : gets) {
+        const bool own = g->name == lk.node || g->name == lk.prev;
+        if (!own && (intermediates_set().count(g->name) || g->name == bm_.dq || g->name == bm_.dk || g->name == bm_.dv))
+          return shape(fmt::format("{} reads {}, another gradient of the chain, besides {}", pos_text(lk.pos),
+                                   g->name, lk.prev));
+      }
+    }
     const std::vector<int> nests = matched();
     const int emit = *std::min_element(nests.begin(), nests.end());
     const int last = *std::max_element(nests.begin(), nests.end());
