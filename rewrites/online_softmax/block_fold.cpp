@@ -17,16 +17,13 @@ namespace fp::osm {
 struct FoldMatch {
   Normalizer nz;
   std::int64_t block = 0;
-  int p_pos = -1, z_o = -1, f_at = -1, s_zero = -1, s_pos = -1;
-  std::string p, o, v, s;
-  Prec s_prec = Prec::F32;
-  std::vector<int> chain;                   // pointwise chain definitions, x's first
+  int p_pos = -1, z_o = -1, f_at = -1;
+  std::string p, o, v;
+  ScoreChain scores;                        // x's chain down to its contraction (score_chain.h)
   std::vector<int> moved, dead;             // row-state definitions (program order)
   bool m_live = false, l_live = false;
   std::vector<NestLoop> value_loops;        // the value pass's loops indexing O only
   const Nest* value_nest = nullptr;
-  const Nest* score_nest = nullptr;
-  std::vector<const Nest*> chain_nests;     // x's first
   bool score_chain_removed = false;
 };
 
@@ -42,14 +39,7 @@ std::string pos_text(int p) { return fmt::format("statement {}", p + 1); }
 std::variant<bool, Fail> match_chain(const RoutineView& view, FoldMatch& fm) {
   auto ch = find_score_chain(view, fm.nz.x);
   if (auto* why = std::get_if<std::string>(&ch)) return Fail{"scores-not-contraction", *why};
-  const ScoreChain& sc = std::get<ScoreChain>(ch);
-  fm.s = sc.s;
-  fm.s_zero = sc.s_zero;
-  fm.s_pos = sc.s_pos;
-  fm.score_nest = sc.score_nest;
-  fm.s_prec = sc.s_prec;
-  fm.chain = sc.chain;
-  fm.chain_nests = sc.chain_nests;
+  fm.scores = std::get<ScoreChain>(ch);
   return true;
 }
 
@@ -225,24 +215,24 @@ std::optional<Fail> check_scores(const RoutineView& view, FoldMatch& fm) {
   // The score chain.
   auto ch = match_chain(view, fm);
   if (auto* f = std::get_if<Fail>(&ch)) return *f;
-  if (!is_float(fm.s_prec) || fm.s_prec != x->prec)
+  if (!is_float(fm.scores.s_prec) || fm.scores.s_prec != x->prec)
     return Fail{"precision-mismatch",
-                fmt::format("the score node {} is {} but the scores {} are {}", fm.s, prec_name(fm.s_prec), nz.x,
+                fmt::format("the score node {} is {} but the scores {} are {}", fm.scores.s, prec_name(fm.scores.s_prec), nz.x,
                             prec_name(x->prec))};
 
   // The fold's inputs: the contraction's factors, the chain's leaves, v — unwritten in the span.
-  std::set<std::string> chain_nodes = {fm.s};
-  for (const Nest* n : fm.chain_nests) chain_nodes.insert(n->store->name);
+  std::set<std::string> chain_nodes = {fm.scores.s};
+  for (const Nest* n : fm.scores.chain_nests) chain_nodes.insert(n->store->name);
   std::set<std::string> inputs = {fm.v};
   std::vector<const Expr*> gets;
-  collect_gets(fm.score_nest->store->value, gets);
-  for (const Nest* n : fm.chain_nests) collect_gets(n->store->value, gets);
+  collect_gets(fm.scores.score_nest->store->value, gets);
+  for (const Nest* n : fm.scores.chain_nests) collect_gets(n->store->value, gets);
   for (const Expr* g : gets)
     if (!chain_nodes.count(g->name)) inputs.insert(g->name);
   for (const std::string& in : inputs)
     if (in == nz.m || in == nz.l || in == nz.e || in == nz.n || in == fm.p || in == fm.o)
       return Fail{"input-written-in-span", fmt::format("the fold would read {}, a node it consumes", in)};
-  if (auto f = inputs_unwritten(view, fm, inputs, fm.s_pos)) return *f;
+  if (auto f = inputs_unwritten(view, fm, inputs, fm.scores.s_pos)) return *f;
 
   return std::nullopt;
 }
@@ -335,11 +325,11 @@ std::optional<Fail> check_tiles_and_chain(const RoutineView& view, FoldMatch& fm
                             tile_bytes, bk, value_cells, kFoldTileBudget)};
   // The score chain is removed where nothing outside the removed statements reads it.
   const std::set<int> removed = removed_statements(fm);
-  std::set<std::string> chain_nodes = {fm.s};
-  for (const Nest* n : fm.chain_nests) chain_nodes.insert(n->store->name);
+  std::set<std::string> chain_nodes = {fm.scores.s};
+  for (const Nest* n : fm.scores.chain_nests) chain_nodes.insert(n->store->name);
   bool chain_dead = true;
-  std::set<int> chain_pos = {fm.s_zero, fm.s_pos};
-  for (int p : fm.chain) chain_pos.insert(p);
+  std::set<int> chain_pos = {fm.scores.s_zero, fm.scores.s_pos};
+  for (int p : fm.scores.chain) chain_pos.insert(p);
   for (const std::string& node : chain_nodes) {
     const Node* nd = view.node(node);
     if (nd && (nd->is_output || nd->mode == MemMode::Requested)) chain_dead = false;
@@ -421,15 +411,15 @@ std::variant<FoldPlan, Decline> match_fold(const RoutineView& view, const Normal
   for (int p : fm->moved) plan.consumed.push_back(p);
   for (int p : fm->dead) plan.consumed.push_back(p);
   if (fm->score_chain_removed) {
-    plan.consumed.push_back(fm->s_zero);
-    plan.consumed.push_back(fm->s_pos);
-    for (int p : fm->chain) plan.consumed.push_back(p);
+    plan.consumed.push_back(fm->scores.s_zero);
+    plan.consumed.push_back(fm->scores.s_pos);
+    for (int p : fm->scores.chain) plan.consumed.push_back(p);
   }
   std::sort(plan.consumed.begin(), plan.consumed.end());
   plan.consumed.erase(std::unique(plan.consumed.begin(), plan.consumed.end()), plan.consumed.end());
   plan.consumed.erase(std::remove(plan.consumed.begin(), plan.consumed.end(), plan.f_at), plan.consumed.end());
-  plan.consumed_nodes = {nz.m, nz.n, nz.e, nz.l, fm->p, fm->s};
-  for (const Nest* n : fm->chain_nests) plan.consumed_nodes.push_back(n->store->name);
+  plan.consumed_nodes = {nz.m, nz.n, nz.e, nz.l, fm->p, fm->scores.s};
+  for (const Nest* n : fm->scores.chain_nests) plan.consumed_nodes.push_back(n->store->name);
   plan.match = fm;
   return plan;
 }
@@ -537,7 +527,7 @@ class FoldEmitter {
   // The block's scores into T: padding, then the contraction (its row operand copied into a rows-
   // last tile once per row) and the chain, per key cell.
   std::vector<StmtP> block_scores() {
-    const Nest& sn = *fm_.score_nest;
+    const Nest& sn = *fm_.scores.score_nest;
     std::map<std::string, Index> m = cell_map(sn, fold_idx_);
     std::vector<NestLoop> reduced;
     for (const auto& l : sn.loops)
@@ -554,19 +544,19 @@ class FoldEmitter {
                                  : binary(BinOp::Add, term, s_cell_, red.prec);
     StmtP s = set(tile_s_, tile_idx(Index::iter(j_)), acc);
     for (auto it = reduced.rbegin(); it != reduced.rend(); ++it) s = for_loop(it->sym, it->from, it->to, {s});
-    std::vector<StmtP> steps = {set(tile_s_, tile_idx(Index::iter(j_)), constant(0.0, fm_.s_prec)), s};
+    std::vector<StmtP> steps = {set(tile_s_, tile_idx(Index::iter(j_)), constant(0.0, fm_.scores.s_prec)), s};
     // x = chain(S): x's definition with each chain node inlined at the fold's cell, S the tile.
     std::map<std::string, const Nest*> defs;
-    for (const Nest* n : fm_.chain_nests) defs[n->store->name] = n;
+    for (const Nest* n : fm_.scores.chain_nests) defs[n->store->name] = n;
     std::function<ExprP(const Expr&, const std::vector<Index>&)> inline_node =
         [&](const Expr& g, const std::vector<Index>&) -> ExprP {
-      if (g.name == fm_.s) return s_cell_;
+      if (g.name == fm_.scores.s) return s_cell_;
       auto it = defs.find(g.name);
       if (it == defs.end()) return nullptr;
       return rewrite_expr(it->second->store->value, cell_map(*it->second, fold_idx_), inline_node);
     };
-    if (!fm_.chain_nests.empty()) {
-      const Nest& xn = *fm_.chain_nests.front();
+    if (!fm_.scores.chain_nests.empty()) {
+      const Nest& xn = *fm_.scores.chain_nests.front();
       ExprP x = rewrite_expr(xn.store->value, cell_map(xn, fold_idx_), inline_node);
       live_ = block_live_condition(x);
       steps.push_back(set(tile_s_, tile_idx(Index::iter(j_)), std::move(x)));
@@ -864,7 +854,7 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
   }
   const std::int64_t sk = nz.t.to - nz.t.from + 1;
   const std::int64_t bk = std::min(fm.block, sk);
-  app.matched = {{"x", nz.x}, {"m", nz.m}, {"l", nz.l}, {"p", fm.p}, {"o", fm.o}, {"v", fm.v}, {"scores", fm.s}};
+  app.matched = {{"x", nz.x}, {"m", nz.m}, {"l", nz.l}, {"p", fm.p}, {"o", fm.o}, {"v", fm.v}, {"scores", fm.scores.s}};
   app.emitted = fmt::format(
       "one scan per row over {} key block{} of {} ({}), tiles {} and {}{}; {} moved behind it{}",
       (sk + bk - 1) / bk, (sk + bk - 1) / bk == 1 ? "" : "s", bk, sk % bk ? "a guarded tail padded with -inf" : "no tail",
