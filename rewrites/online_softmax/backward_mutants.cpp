@@ -18,7 +18,9 @@ std::string role(const Application& app, const std::string& r) {
   return "";
 }
 
-bool starts(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 Routine with_body(const Routine& r, StmtP body) {
   Routine out = r;
@@ -35,7 +37,8 @@ bool ds_tile(const std::string& n, const std::string& nest) {
 // by `f` (bottom-up).
 Routine map_sets(const Routine& r, const std::string& prefix, const ExprMap& f) {
   return with_body(r, map_stmt(r.body, [&](const StmtP& s) -> StmtP {
-                     const bool hit = starts(prefix, "ds:") ? ds_tile(s->name, prefix.substr(3)) : starts(s->name, prefix);
+                     const bool hit =
+                         starts(prefix, "ds:") ? ds_tile(s->name, prefix.substr(3)) : starts(s->name, prefix);
                      if (s->kind != StmtKind::Set || !hit) return s;
                      auto c = std::make_shared<Stmt>(*s);
                      c->value = map_expr(s->value, f);
@@ -45,7 +48,8 @@ Routine map_sets(const Routine& r, const std::string& prefix, const ExprMap& f) 
 
 // Every loop whose single statement is a Set of a node named with `prefix` (and whose value
 // satisfies `value_ok`) rewritten by `f`.
-Routine map_loops_over(const Routine& r, const std::string& prefix, const std::function<bool(const Stmt&)>& pick,
+Routine map_loops_over(const Routine& r, const std::string& prefix,
+                       const std::function<bool(const Stmt&)>& pick,
                        const std::function<StmtP(const Stmt&)>& f) {
   return with_body(r, map_stmt(r.body, [&](const StmtP& s) -> StmtP {
                      if (s->kind != StmtKind::For || s->body.size() != 1 || !s->body[0]) return s;
@@ -55,7 +59,9 @@ Routine map_loops_over(const Routine& r, const std::string& prefix, const std::f
                    }));
 }
 
-bool is_op(const ExprP& e, BinOp op) { return e && e->kind == ExprKind::Binary && e->binop() == op; }
+bool is_op(const ExprP& e, BinOp op) {
+  return e && e->kind == ExprKind::Binary && e->binop() == op;
+}
 
 }  // namespace
 
@@ -85,8 +91,9 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
                 })));
   add("rowdot-half-width", "D sums only the first half of the value width",
       with_body(tgt, map_stmt(tgt.body, [&](const StmtP& s) -> StmtP {
-                  if (s->kind != StmtKind::For || s->body.size() != 1 || s->body[0]->kind != StmtKind::SetLocal ||
-                      !starts(s->body[0]->name, "bw_rowdot_acc") || s->to <= s->from)
+                  if (s->kind != StmtKind::For || s->body.size() != 1 ||
+                      s->body[0]->kind != StmtKind::SetLocal || !starts(s->body[0]->name, "bw_rowdot_acc") ||
+                      s->to <= s->from)
                     return s;
                   auto c = std::make_shared<Stmt>(*s);
                   c->to = s->from + (s->to - s->from + 1) / 2 - 1;
@@ -96,7 +103,8 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   add("p-not-normalized", "p recomputed as exp(x - m) without dividing by l, in every nest",
       map_sets(tgt, "os_bwd_probs_", [&](const ExprP& x) -> ExprP {
         // p = e / l: the one division of the line, by l's node.
-        const bool over_l = is_op(x, BinOp::Div) && x->args[1]->kind == ExprKind::Get && !starts(x->args[1]->name, "os_bwd_");
+        const bool over_l =
+            is_op(x, BinOp::Div) && x->args[1]->kind == ExprKind::Get && !starts(x->args[1]->name, "os_bwd_");
         return over_l ? x->args[0] : x;
       }));
   add("p-unmasked-in-dv", "dV's p recomputed without the mask's where",
@@ -121,9 +129,9 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
           }));
   add("dp-reads-dout-for-v", "dK's dp reads the key's row of dO instead of v",
       map_sets(tgt, "os_bwd_rows_" + v + "_dk", rename(v, dout)));
-  add("ds-sign", "ds = p·(D - dp) instead of p·(dp - D)",
-      map_sets(tgt, "ds:", [&](const ExprP& x) -> ExprP {
-        if (!is_op(x, BinOp::Sub) || x->args[0]->kind != ExprKind::Get || !starts(x->args[0]->name, "os_bwd_dprob_"))
+  add("ds-sign", "ds = p·(D - dp) instead of p·(dp - D)", map_sets(tgt, "ds:", [&](const ExprP& x) -> ExprP {
+        if (!is_op(x, BinOp::Sub) || x->args[0]->kind != ExprKind::Get ||
+            !starts(x->args[0]->name, "os_bwd_dprob_"))
           return x;
         return binary(BinOp::Sub, x->args[1], x->args[0], x->prec);
       }));
@@ -138,8 +146,7 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
         return x->args[0];
       }));
   // The gradients.
-  add("dk-contracts-k", "dK accumulates k·ds instead of q·ds",
-      map_sets(tgt, "os_bwd_grad_dk", rename(q, k)));
+  add("dk-contracts-k", "dK accumulates k·ds instead of q·ds", map_sets(tgt, "os_bwd_grad_dk", rename(q, k)));
   add("dv-skips-first-query", "dV's contraction skips each block's first query row",
       map_loops_over(
           tgt, "os_bwd_grad_dv", [](const Stmt& s) { return s.value && s.value->kind == ExprKind::Binary; },
@@ -151,7 +158,8 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   add("dq-not-written-back", "dQ's row tile is never copied back into dQ",
       with_body(tgt, map_stmt(tgt.body, [&](const StmtP& s) -> StmtP {
                   if (s->kind != StmtKind::For || s->body.size() != 1 || s->body[0]->kind != StmtKind::Set ||
-                      s->body[0]->name != dq || !s->body[0]->value || s->body[0]->value->kind != ExprKind::Get ||
+                      s->body[0]->name != dq || !s->body[0]->value ||
+                      s->body[0]->value->kind != ExprKind::Get ||
                       !starts(s->body[0]->value->name, "os_bwd_grad_dq"))
                     return s;
                   return noop();

@@ -17,11 +17,17 @@ struct Fail {
   std::string code, sentence;
 };
 
-std::string pos_text(int p) { return fmt::format("statement {}", p + 1); }
+std::string pos_text(int p) {
+  return fmt::format("statement {}", p + 1);
+}
 
-bool is_get_of(const ExprP& e, const std::string& node) { return is_get(e) && e->name == node; }
+bool is_get_of(const ExprP& e, const std::string& node) {
+  return is_get(e) && e->name == node;
+}
 
-bool is_binary(const ExprP& e, BinOp op) { return e && e->kind == ExprKind::Binary && e->binop() == op; }
+bool is_binary(const ExprP& e, BinOp op) {
+  return e && e->kind == ExprKind::Binary && e->binop() == op;
+}
 
 // The two factors of a product `mul(a, b)` as reads, the one of `node` first; nullopt otherwise.
 std::optional<std::pair<const Expr*, const Expr*>> product_with(const ExprP& e, const std::string& node) {
@@ -45,7 +51,8 @@ std::optional<Accumulation> accumulation_at(const RoutineView& view, int pos) {
 }
 
 // The node's writers are exactly a whole-node zero-out followed by `acc` (in that order).
-std::optional<int> zeroed_then(const RoutineView& view, const std::string& node, const std::vector<int>& acc) {
+std::optional<int> zeroed_then(const RoutineView& view, const std::string& node,
+                               const std::vector<int>& acc) {
   const std::vector<int>& ws = view.writers(node);
   if (ws.size() != acc.size() + 1 || view.line(ws[0]).stmt->kind != StmtKind::Zero) return std::nullopt;
   std::vector<int> rest(ws.begin() + 1, ws.end());
@@ -70,13 +77,14 @@ std::optional<Fail> loops_fit(const RoleEnv& env, const Nest& nest, const Vocabu
     case LoopFit::Ok:
       return std::nullopt;
     case LoopFit::Dead:
-      return Fail{"dead-or-partial-loop", fmt::format("loop {} of {} runs zero times", lc.loop->sym, pos_text(pos))};
-    case LoopFit::Partial:
       return Fail{"dead-or-partial-loop",
-                  fmt::format("loop {} of {} does not run over its whole axis from 0", lc.loop->sym, pos_text(pos))};
+                  fmt::format("loop {} of {} runs zero times", lc.loop->sym, pos_text(pos))};
+    case LoopFit::Partial:
+      return Fail{"dead-or-partial-loop", fmt::format("loop {} of {} does not run over its whole axis from 0",
+                                                      lc.loop->sym, pos_text(pos))};
     case LoopFit::Unbound:
-      return Fail{"backward-shape",
-                  fmt::format("loop {} of {} follows none of the attention's axes", lc.loop->sym, pos_text(pos))};
+      return Fail{"backward-shape", fmt::format("loop {} of {} follows none of the attention's axes",
+                                                lc.loop->sym, pos_text(pos))};
   }
   return std::nullopt;
 }
@@ -94,7 +102,6 @@ bool bind_channel(RoleEnv& env, const Nest& nest, Vocabulary& vocab, int& role, 
   return env.bind(Signature{Slot{role, 0}}, {Index::iter(extra->sym)});
 }
 
-
 class Matcher {
  public:
   Matcher(const RoutineView& view, const Normalizer& nz) : view_(view) { bm_.nz = nz; }
@@ -106,8 +113,8 @@ class Matcher {
     int a = find_a();
     if (a == -2) return std::nullopt;
     if (a < 0) return fail_;
-    for (auto step : {&Matcher::dp_readers, &Matcher::eg_chain, &Matcher::gradient_chain, &Matcher::contractions,
-                      &Matcher::value_gradient, &Matcher::contract})
+    for (auto step : {&Matcher::dp_readers, &Matcher::eg_chain, &Matcher::gradient_chain,
+                      &Matcher::contractions, &Matcher::value_gradient, &Matcher::contract})
       if (auto f = (this->*step)()) return *f;
     return bm_;
   }
@@ -138,7 +145,8 @@ class Matcher {
       else
         bm_.row_roles.push_back(r);
     }
-    if (!env.bind(bm_.x_sig, nz().x_idcs)) return shape("the scores' indices do not bind the attention's axes");
+    if (!env.bind(bm_.x_sig, nz().x_idcs))
+      return shape("the scores' indices do not bind the attention's axes");
     auto m_sig = env.sign(nz().m_idcs);
     if (!m_sig) return shape(fmt::format("{} is stored at indices that are not the rows", nz().m));
     bm_.m_sig = *m_sig;
@@ -152,8 +160,8 @@ class Matcher {
       const Line& li = view_.line(pp);
       if (!li.nest || !is_pointwise(*li.nest) || !view_.definition(li.nest->store->name)) continue;
       const ExprP& val = li.nest->store->value;
-      const bool direct = is_binary(val, BinOp::Div) && is_get_of(val->args[0], nz().e) &&
-                          is_get_of(val->args[1], nz().l);
+      const bool direct =
+          is_binary(val, BinOp::Div) && is_get_of(val->args[0], nz().e) && is_get_of(val->args[1], nz().l);
       const std::string& pn = li.nest->store->name;
       for (int vp : view_.readers(pn)) {
         auto acc = accumulation_at(view_, vp);
@@ -194,12 +202,13 @@ class Matcher {
         }
     }
     if (bm_.value_pass < 0)
-      return indirect ? Fail{"value-pass-not-direct",
-                             fmt::format("the value pass reads probabilities that are not {} / {} directly (a "
-                                         "dropout-like step in between); the fused backward recomputes e / l",
-                                         nz().e, nz().l)}
-                      : shape(fmt::format("no value pass O += ({} / {})·v reads the normalizer's probabilities",
-                                          nz().e, nz().l));
+      return indirect
+                 ? Fail{"value-pass-not-direct",
+                        fmt::format("the value pass reads probabilities that are not {} / {} directly (a "
+                                    "dropout-like step in between); the fused backward recomputes e / l",
+                                    nz().e, nz().l)}
+                 : shape(fmt::format("no value pass O += ({} / {})·v reads the normalizer's probabilities",
+                                     nz().e, nz().l));
     return std::nullopt;
   }
   RoleEnv venv_;
@@ -247,9 +256,9 @@ class Matcher {
   // whose loops all follow them; returns the bound nest and the target's signature.
   // With `store`, the target is first bound to that signature (a broadcast: the value reads fewer
   // axes than the target has).
-  std::optional<std::pair<BoundNest, Signature>> bound(int pos,
-                                                       const std::vector<std::pair<std::string, Signature>>& reads,
-                                                       const Signature* store = nullptr) {
+  std::optional<std::pair<BoundNest, Signature>> bound(
+      int pos, const std::vector<std::pair<std::string, Signature>>& reads,
+      const Signature* store = nullptr) {
     auto acc = accumulation_at(view_, pos);
     if (!acc) return std::nullopt;
     RoleEnv env;
@@ -267,12 +276,14 @@ class Matcher {
     const ExprP& num = u->args[0];
     const ExprP& den = u->args[1];
     auto minus_one = [](const ExprP& c) { return c && c->kind == ExprKind::Const && c->value == -1.0; };
-    const bool neg_e = (num->kind == ExprKind::Unary && num->unop() == UnOp::Neg && is_get_of(num->args[0], nz().e)) ||
-                       (is_binary(num, BinOp::Mul) && ((minus_one(num->args[0]) && is_get_of(num->args[1], nz().e)) ||
-                                                       (is_get_of(num->args[0], nz().e) && minus_one(num->args[1]))));
+    const bool neg_e =
+        (num->kind == ExprKind::Unary && num->unop() == UnOp::Neg && is_get_of(num->args[0], nz().e)) ||
+        (is_binary(num, BinOp::Mul) && ((minus_one(num->args[0]) && is_get_of(num->args[1], nz().e)) ||
+                                        (is_get_of(num->args[0], nz().e) && minus_one(num->args[1]))));
     auto two = [](const ExprP& c) { return c && c->kind == ExprKind::Const && c->value == 2.0; };
-    const bool l_sq = (is_binary(den, BinOp::Mul) && is_get_of(den->args[0], nz().l) && is_get_of(den->args[1], nz().l)) ||
-                      (is_binary(den, BinOp::Pow) && is_get_of(den->args[0], nz().l) && two(den->args[1]));
+    const bool l_sq =
+        (is_binary(den, BinOp::Mul) && is_get_of(den->args[0], nz().l) && is_get_of(den->args[1], nz().l)) ||
+        (is_binary(den, BinOp::Pow) && is_get_of(den->args[0], nz().l) && two(den->args[1]));
     return neg_e && l_sq;
   }
 
@@ -286,7 +297,8 @@ class Matcher {
       auto acc = accumulation_at(view_, r);
       if (!acc) continue;
       const ExprP& o = acc->other;
-      if (is_binary(o, BinOp::Div) && is_get_of(o->args[0], bm_.dp) && is_get_of(o->args[1], nz().l) && bm_.c1.pos < 0) {
+      if (is_binary(o, BinOp::Div) && is_get_of(o->args[0], bm_.dp) && is_get_of(o->args[1], nz().l) &&
+          bm_.c1.pos < 0) {
         auto b = bound(r, {{bm_.dp, dp_sig_}, {nz().l, l_sig()}});
         if (!b || !has_all_roles(b->second, roles_of(bm_.x_sig))) continue;
         bm_.c1 = b->first;
@@ -306,12 +318,13 @@ class Matcher {
       }
     }
     if (bm_.c1.pos < 0 || bm_.d.pos < 0)
-      return shape(fmt::format("{} is not read by eg += {} / {} and lg += {}·(−{} / ({}·{}))", bm_.dp, bm_.dp, nz().l,
-                               bm_.dp, nz().e, nz().l, nz().l));
+      return shape(fmt::format("{} is not read by eg += {} / {} and lg += {}·(−{} / ({}·{}))", bm_.dp, bm_.dp,
+                               nz().l, bm_.dp, nz().e, nz().l, nz().l));
     if (rs.size() != 2)
-      return Fail{"gradient-reader", fmt::format("{} has {} readers besides its accumulation; the fused backward "
-                                                 "consumes it, so only eg and lg may read it",
-                                                 bm_.dp, rs.size())};
+      return Fail{"gradient-reader",
+                  fmt::format("{} has {} readers besides its accumulation; the fused backward "
+                              "consumes it, so only eg and lg may read it",
+                              bm_.dp, rs.size())};
     for (const BoundNest* n : {&bm_.c1, &bm_.d})
       if (auto f = loops_fit(n->env, *n->nest, bm_.vocab, n->pos)) return *f;
     return std::nullopt;
@@ -326,20 +339,25 @@ class Matcher {
   std::optional<Fail> eg_chain() {
     const std::vector<int> lr = outside_readers(view_, bm_.lg);
     if (lr.size() != 1)
-      return Fail{"gradient-reader", fmt::format("{} has {} readers; the fused backward consumes it, so only the "
-                                                 "broadcast into {} may read it",
-                                                 bm_.lg, lr.size(), bm_.eg)};
+      return Fail{"gradient-reader",
+                  fmt::format("{} has {} readers; the fused backward consumes it, so only the "
+                              "broadcast into {} may read it",
+                              bm_.lg, lr.size(), bm_.eg)};
     auto c2acc = accumulation_at(view_, lr[0]);
     auto c2 = c2acc && c2acc->nest->store->name == bm_.eg && is_get_of(c2acc->other, bm_.lg)
                   ? bound(lr[0], {{bm_.lg, lg_sig_}}, &eg_sig_)
                   : std::nullopt;
-    if (!c2) return shape(fmt::format("{} is not added to {} cell by cell ({})", bm_.lg, bm_.eg, pos_text(lr[0])));
+    if (!c2)
+      return shape(fmt::format("{} is not added to {} cell by cell ({})", bm_.lg, bm_.eg, pos_text(lr[0])));
     bm_.c2 = c2->first;
     if (auto f = loops_fit(bm_.c2.env, *bm_.c2.nest, bm_.vocab, bm_.c2.pos)) return *f;
-    if (!(bm_.d.pos < bm_.c2.pos)) return shape(fmt::format("{} reads {} before {} computes it", pos_text(bm_.c2.pos), bm_.lg, pos_text(bm_.d.pos)));
+    if (!(bm_.d.pos < bm_.c2.pos))
+      return shape(fmt::format("{} reads {} before {} computes it", pos_text(bm_.c2.pos), bm_.lg,
+                               pos_text(bm_.d.pos)));
     if (!zeroed_then(view_, bm_.lg, {bm_.d.pos}) || !zeroed_then(view_, bm_.eg, {bm_.c1.pos, bm_.c2.pos}))
       return Fail{"gradient-reader",
-                  fmt::format("{} or {} is not zeroed once and accumulated only by the matched nests", bm_.lg, bm_.eg)};
+                  fmt::format("{} or {} is not zeroed once and accumulated only by the matched nests", bm_.lg,
+                              bm_.eg)};
     const std::vector<int> er = outside_readers(view_, bm_.eg);
     if (er.size() != 1)
       return Fail{"gradient-reader", fmt::format("{} has {} readers; the fused backward consumes it, so only "
@@ -350,7 +368,8 @@ class Matcher {
     if (!f || f->second->name != nz().e)
       return shape(fmt::format("{} is not read as ng += {}·{}", bm_.eg, bm_.eg, nz().e));
     auto e = bound(er[0], {{bm_.eg, eg_sig_}, {nz().e, bm_.x_sig}});
-    if (!e || !has_all_roles(e->second, roles_of(bm_.x_sig))) return shape(fmt::format("{} does not follow the scores' axes", pos_text(er[0])));
+    if (!e || !has_all_roles(e->second, roles_of(bm_.x_sig)))
+      return shape(fmt::format("{} does not follow the scores' axes", pos_text(er[0])));
     bm_.e = e->first;
     bm_.ng = acc->nest->store->name;
     ng_sig_ = e->second;
@@ -358,7 +377,8 @@ class Matcher {
     if (!(bm_.c1.pos < bm_.e.pos && bm_.c2.pos < bm_.e.pos))
       return shape(fmt::format("{} reads {} before it is complete", pos_text(bm_.e.pos), bm_.eg));
     if (!zeroed_then(view_, bm_.ng, {bm_.e.pos}))
-      return Fail{"gradient-reader", fmt::format("{} is not zeroed once and accumulated only by {}", bm_.ng, pos_text(bm_.e.pos))};
+      return Fail{"gradient-reader", fmt::format("{} is not zeroed once and accumulated only by {}", bm_.ng,
+                                                 pos_text(bm_.e.pos))};
     return std::nullopt;
   }
 
@@ -367,10 +387,11 @@ class Matcher {
     for (int r : outside_readers(view_, node)) {
       auto b = bound(r, {{node, sig}});
       if (b && roles_of(b->second) == roles_of(bm_.m_sig))
-        return Fail{"composed-max-gradient",
-                    fmt::format("{} reduces {} over the keys into {}: the max's gradient is composed (the fused "
-                                "backward needs the max taken without a gradient)",
-                                pos_text(r), node, view_.line(r).nest->store->name)};
+        return Fail{
+            "composed-max-gradient",
+            fmt::format("{} reduces {} over the keys into {}: the max's gradient is composed (the fused "
+                        "backward needs the max taken without a gradient)",
+                        pos_text(r), node, view_.line(r).nest->store->name)};
     }
     return std::nullopt;
   }
@@ -388,18 +409,21 @@ class Matcher {
         return std::nullopt;
       }
       if (rs.size() != 1)
-        return Fail{"gradient-reader", fmt::format("{} has {} readers; the score gradient's chain continues through "
-                                                   "exactly one reader to the two contractions against q and k",
-                                                   cur, rs.size())};
+        return Fail{"gradient-reader",
+                    fmt::format("{} has {} readers; the score gradient's chain continues through "
+                                "exactly one reader to the two contractions against q and k",
+                                cur, rs.size())};
       auto acc = accumulation_at(view_, rs[0]);
       if (!acc) return shape(fmt::format("{} reads {} and is not an accumulation", pos_text(rs[0]), cur));
       auto b = bound(rs[0], {{cur, sig}});
       if (!b || !has_all_roles(b->second, roles_of(bm_.x_sig)))
-        return shape(fmt::format("{} accumulates {} at cells that do not follow the scores' axes", pos_text(rs[0]), cur));
+        return shape(fmt::format("{} accumulates {} at cells that do not follow the scores' axes",
+                                 pos_text(rs[0]), cur));
       if (auto lf = loops_fit(b->first.env, *b->first.nest, bm_.vocab, rs[0])) return *lf;
       const std::string node = acc->nest->store->name;
       if (!zeroed_then(view_, node, {rs[0]}))
-        return Fail{"gradient-reader", fmt::format("{} is not zeroed once and accumulated only by {}", node, pos_text(rs[0]))};
+        return Fail{"gradient-reader",
+                    fmt::format("{} is not zeroed once and accumulated only by {}", node, pos_text(rs[0]))};
       bm_.links.push_back(ChainLink{rs[0], acc->nest, node, cur, b->first.env});
       cur = node;
       sig = b->second;
@@ -418,9 +442,12 @@ class Matcher {
     for (int r : outside_readers(view_, bm_.ds)) {
       auto acc = accumulation_at(view_, r);
       auto f = acc ? product_with(acc->other, bm_.ds) : std::nullopt;
-      if (!f) return shape(fmt::format("{} reads {} and is not a contraction of it with another read", pos_text(r), bm_.ds));
+      if (!f)
+        return shape(
+            fmt::format("{} reads {} and is not a contraction of it with another read", pos_text(r), bm_.ds));
       RoleEnv env;
-      if (!env.bind(ds_sig_, f->first->indices) || !bind_channel(env, *acc->nest, bm_.vocab, bm_.chan1, "head width"))
+      if (!env.bind(ds_sig_, f->first->indices) ||
+          !bind_channel(env, *acc->nest, bm_.vocab, bm_.chan1, "head width"))
         return shape(fmt::format("{} does not contract {} over one head axis", pos_text(r), bm_.ds));
       auto t = env.sign(acc->nest->store->indices);
       auto w = env.sign(f->second->indices);
@@ -428,12 +455,15 @@ class Matcher {
       if (auto lf = loops_fit(env, *acc->nest, bm_.vocab, r)) return *lf;
       bool all_rows = true;
       for (int role : bm_.row_roles) all_rows = all_rows && has_role(*t, role);
-      const bool dq = all_rows && has_role(*t, bm_.chan1) && !has_role(*t, bm_.key_role) && has_role(*w, bm_.key_role);
-      const bool dk = !all_rows && has_role(*t, bm_.key_role) && has_role(*t, bm_.chan1) && !has_role(*w, bm_.key_role);
+      const bool dq =
+          all_rows && has_role(*t, bm_.chan1) && !has_role(*t, bm_.key_role) && has_role(*w, bm_.key_role);
+      const bool dk =
+          !all_rows && has_role(*t, bm_.key_role) && has_role(*t, bm_.chan1) && !has_role(*w, bm_.key_role);
       if (!factors.count(f->second->name) || (!dq && !dk))
-        return shape(fmt::format("{} contracts {} with {}, not the score contraction's factors {} into a gradient of "
-                                 "one of them",
-                                 pos_text(r), bm_.ds, f->second->name, fmt::join(factors, " and ")));
+        return shape(
+            fmt::format("{} contracts {} with {}, not the score contraction's factors {} into a gradient of "
+                        "one of them",
+                        pos_text(r), bm_.ds, f->second->name, fmt::join(factors, " and ")));
       seen.insert(f->second->name);
       if (dq) {
         bm_.k = BoundNest{r, acc->nest, env};
@@ -447,7 +477,8 @@ class Matcher {
       }
     }
     if (bm_.k.pos < 0 || bm_.l.pos < 0 || seen.size() != 2)
-      return shape(fmt::format("{} is not read by one contraction into q's gradient and one into k's", bm_.ds));
+      return shape(
+          fmt::format("{} is not read by one contraction into q's gradient and one into k's", bm_.ds));
     return std::nullopt;
   }
 
@@ -457,12 +488,14 @@ class Matcher {
     for (int r : outside_readers(view_, bm_.p))
       if (r != bm_.value_pass) rs.push_back(r);
     if (rs.size() != 1)
-      return Fail{"gradient-reader", fmt::format("{} has {} readers besides the value pass; the fused backward "
-                                                 "needs exactly one, dV += {}·dO",
-                                                 bm_.p, rs.size(), bm_.p)};
+      return Fail{"gradient-reader",
+                  fmt::format("{} has {} readers besides the value pass; the fused backward "
+                              "needs exactly one, dV += {}·dO",
+                              bm_.p, rs.size(), bm_.p)};
     auto acc = accumulation_at(view_, rs[0]);
     auto f = acc ? product_with(acc->other, bm_.p) : std::nullopt;
-    if (!f || f->second->name != bm_.dout) return shape(fmt::format("{} is not dV += {}·{}", pos_text(rs[0]), bm_.p, bm_.dout));
+    if (!f || f->second->name != bm_.dout)
+      return shape(fmt::format("{} is not dV += {}·{}", pos_text(rs[0]), bm_.p, bm_.dout));
     RoleEnv env;
     if (!env.bind(bm_.x_sig, f->first->indices) || !env.bind(bm_.o_sig, f->second->indices))
       return shape(fmt::format("{} reads {} or {} at other cells", pos_text(rs[0]), bm_.p, bm_.dout));
@@ -486,22 +519,26 @@ class Matcher {
     const Node* x = view_.node(nz().x);
     const Node* pn = view_.node(bm_.p);
     if (!pn || pn->prec != x->prec)
-      return Fail{"mixed-precision", fmt::format("{} is {} but the scores {} are {}", bm_.p, pn ? prec_name(pn->prec) : "?",
-                                                 nz().x, prec_name(x->prec))};
+      return Fail{"mixed-precision", fmt::format("{} is {} but the scores {} are {}", bm_.p,
+                                                 pn ? prec_name(pn->prec) : "?", nz().x, prec_name(x->prec))};
     const Prec gp = view_.node(bm_.dp)->prec;
     for (const std::string& n : intermediates()) {
       const Node* nd = view_.node(n);
       if (!nd || !is_float(nd->prec) || nd->prec != gp)
-        return Fail{"mixed-precision", fmt::format("{} is {}; the backward's intermediates must all be at {}'s precision "
-                                                   "({})",
-                                                   n, nd ? prec_name(nd->prec) : "?", bm_.dp, prec_name(gp))};
+        return Fail{"mixed-precision",
+                    fmt::format("{} is {}; the backward's intermediates must all be at {}'s precision "
+                                "({})",
+                                n, nd ? prec_name(nd->prec) : "?", bm_.dp, prec_name(gp))};
       if (nd->mode == MemMode::Requested || nd->is_input || nd->is_output)
         return Fail{"requested-intermediate",
                     fmt::format("{} is {}: the fused backward would not compute it", n,
-                                nd->mode == MemMode::Requested ? "requested" : nd->is_input ? "an input" : "an output")};
+                                nd->mode == MemMode::Requested ? "requested"
+                                : nd->is_input                 ? "an input"
+                                                               : "an output")};
     }
     for (const std::string& n : {bm_.o, bm_.v, bm_.dout, bm_.dq, bm_.dk, bm_.dv})
-      if (!is_float(view_.node(n)->prec)) return Fail{"mixed-precision", fmt::format("{} is not floating point", n)};
+      if (!is_float(view_.node(n)->prec))
+        return Fail{"mixed-precision", fmt::format("{} is not floating point", n)};
     bm_.sp = state_prec(x->prec) == Prec::F64 || state_prec(gp) == Prec::F64 ? Prec::F64 : Prec::F32;
 
     // A link reads its predecessor and nodes the backward does not consume: the fused nests
@@ -511,7 +548,8 @@ class Matcher {
       collect_gets(lk.nest->store->value, gets);
       for (const Expr* g : gets) {
         const bool own = g->name == lk.node || g->name == lk.prev;
-        if (!own && (intermediates_set().count(g->name) || g->name == bm_.dq || g->name == bm_.dk || g->name == bm_.dv))
+        if (!own && (intermediates_set().count(g->name) || g->name == bm_.dq || g->name == bm_.dk ||
+                     g->name == bm_.dv))
           return shape(fmt::format("{} reads {}, another gradient of the chain, besides {}", pos_text(lk.pos),
                                    g->name, lk.prev));
       }
@@ -528,40 +566,44 @@ class Matcher {
     for (const std::string& n : {bm_.dq, bm_.dk, bm_.dv}) matched_nodes.insert(n);
     for (int p = emit; p <= last; ++p) {
       const Line& li = view_.line(p);
-      if (li.nest || consumed.count(p) || li.stmt->kind == StmtKind::Zero || li.stmt->kind == StmtKind::Comment ||
-          li.stmt->kind == StmtKind::Noop)
+      if (li.nest || consumed.count(p) || li.stmt->kind == StmtKind::Zero ||
+          li.stmt->kind == StmtKind::Comment || li.stmt->kind == StmtKind::Noop)
         continue;
       for (const auto* set : {&li.reads, &li.writes})
         for (const std::string& n : *set)
           if (matched_nodes.count(n))
-            return Fail{"opaque-in-span",
-                        fmt::format("{} (not a loop nest) touches {} inside the backward's span (statements {}..{})",
-                                    pos_text(p), n, emit + 1, last + 1)};
+            return Fail{
+                "opaque-in-span",
+                fmt::format("{} (not a loop nest) touches {} inside the backward's span (statements {}..{})",
+                            pos_text(p), n, emit + 1, last + 1)};
     }
     // Every node the fused nests read is final at the emit position and not consumed.
     for (const std::string& n : inputs()) {
       for (int w : view_.writers(n))
         if (w >= emit && !consumed.count(w))
-          return Fail{"input-written-in-span",
-                      fmt::format("{} writes {}, which the fused backward reads, at or after the emit position ({})",
-                                  pos_text(w), n, pos_text(emit))};
+          return Fail{
+              "input-written-in-span",
+              fmt::format("{} writes {}, which the fused backward reads, at or after the emit position ({})",
+                          pos_text(w), n, pos_text(emit))};
       if (intermediates_set().count(n))
-        return Fail{"input-written-in-span", fmt::format("the fused backward would read {}, a node it consumes", n)};
+        return Fail{"input-written-in-span",
+                    fmt::format("the fused backward would read {}, a node it consumes", n)};
     }
     // The gradients: nothing else reads or writes them between the emit position and their contraction.
     for (const auto& [node, pos] : {std::pair{bm_.dq, bm_.k.pos}, {bm_.dk, bm_.l.pos}, {bm_.dv, bm_.b.pos}}) {
       if (intermediates_set().count(node) || node == nz().x || inputs().count(node))
-        return Fail{"gradient-output-touched", fmt::format("the gradient {} is also a node the backward reads", node)};
+        return Fail{"gradient-output-touched",
+                    fmt::format("the gradient {} is also a node the backward reads", node)};
       for (int w : view_.readers(node))
         if (w >= emit && w < pos)
           return Fail{"gradient-output-touched",
-                      fmt::format("{} reads {} between the emit position ({}) and its contraction ({})", pos_text(w),
-                                  node, pos_text(emit), pos_text(pos))};
+                      fmt::format("{} reads {} between the emit position ({}) and its contraction ({})",
+                                  pos_text(w), node, pos_text(emit), pos_text(pos))};
       for (int w : view_.writers(node))
         if (w != pos && w >= emit && w <= pos)
           return Fail{"gradient-output-touched",
-                      fmt::format("{} writes {} between the emit position ({}) and its contraction ({})", pos_text(w),
-                                  node, pos_text(emit), pos_text(pos))};
+                      fmt::format("{} writes {} between the emit position ({}) and its contraction ({})",
+                                  pos_text(w), node, pos_text(emit), pos_text(pos))};
     }
     return std::nullopt;
   }
@@ -577,7 +619,8 @@ class Matcher {
     return {v.begin(), v.end()};
   }
   std::vector<int> matched() const {
-    std::vector<int> out = {bm_.a.pos, bm_.c1.pos, bm_.d.pos, bm_.c2.pos, bm_.e.pos, bm_.k.pos, bm_.l.pos, bm_.b.pos};
+    std::vector<int> out = {bm_.a.pos, bm_.c1.pos, bm_.d.pos, bm_.c2.pos,
+                            bm_.e.pos, bm_.k.pos,  bm_.l.pos, bm_.b.pos};
     for (const auto& l : bm_.links) out.push_back(l.pos);
     return out;
   }
@@ -613,12 +656,14 @@ class Matcher {
 
 }  // namespace
 
-std::optional<std::variant<BackwardPlan, Decline>> match_backward(const RoutineView& view, const Normalizer& nz) {
+std::optional<std::variant<BackwardPlan, Decline>> match_backward(const RoutineView& view,
+                                                                  const Normalizer& nz) {
   Matcher m(view, nz);
   auto res = m.run();
   if (!res) return std::nullopt;
   if (auto* f = std::get_if<Fail>(&*res))
-    return Decline{"online-softmax", kFusedBackwardId, 0, nz.a + 1, view.source_line(nz.a), f->code, f->sentence};
+    return Decline{"online-softmax",       kFusedBackwardId, 0,          nz.a + 1,
+                   view.source_line(nz.a), f->code,          f->sentence};
   auto bm = std::make_shared<BackwardMatch>(std::move(std::get<BackwardMatch>(*res)));
   BackwardPlan plan;
   std::set<int> consumed = m.consumed_positions();
@@ -642,12 +687,18 @@ std::optional<Decline> orphan_backward(const RoutineView& view) {
         continue;
       const ExprP& num = u->args[0];
       if (num->kind == ExprKind::Unary && num->unop() == UnOp::Neg && is_get(num->args[0]))
-        return Decline{"online-softmax", kFusedBackwardId, 0, p + 1, view.source_line(p), "no-normalizer",
-                       fmt::format("{} accumulates a softmax gradient (−{} / ({}·{})) but the routine holds no forward "
-                                   "normalizer to anchor the fused backward on (a backward compiled alone is left "
-                                   "composed)",
-                                   pos_text(p), num->args[0]->name, u->args[1]->args[0]->name,
-                                   u->args[1]->args[0]->name)};
+        return Decline{
+            "online-softmax",
+            kFusedBackwardId,
+            0,
+            p + 1,
+            view.source_line(p),
+            "no-normalizer",
+            fmt::format("{} accumulates a softmax gradient (−{} / ({}·{})) but the routine holds no forward "
+                        "normalizer to anchor the fused backward on (a backward compiled alone is left "
+                        "composed)",
+                        pos_text(p), num->args[0]->name, u->args[1]->args[0]->name,
+                        u->args[1]->args[0]->name)};
     }
   }
   return std::nullopt;

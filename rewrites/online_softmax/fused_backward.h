@@ -80,14 +80,15 @@ struct BackwardMatch;  // fused_backward.cpp
 
 struct BackwardPlan {
   std::shared_ptr<const BackwardMatch> match;
-  int emit_at = -1;              // 0-based: where the four nests go
-  std::vector<int> consumed;     // 0-based, sorted, emit_at included
+  int emit_at = -1;                         // 0-based: where the four nests go
+  std::vector<int> consumed;                // 0-based, sorted, emit_at included
   std::vector<std::string> consumed_nodes;  // the intermediates (their declarations go)
 };
 
 // The fused backward of `nz`, a Decline saying why not, or nullopt when the routine has no composed
 // backward of this normalizer at all (an inference routine: nothing to say).
-std::optional<std::variant<BackwardPlan, Decline>> match_backward(const RoutineView& view, const Normalizer& nz);
+std::optional<std::variant<BackwardPlan, Decline>> match_backward(const RoutineView& view,
+                                                                  const Normalizer& nz);
 
 // With no normalizer in the routine: a decline for a composed softmax backward found anyway.
 std::optional<Decline> orphan_backward(const RoutineView& view);
@@ -104,6 +105,7 @@ struct BackwardEmission {
 BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names,
                                bool allow_blocks = true);
 
-Application backward_application(const BackwardPlan& plan, const RoutineView& view, const BackwardEmission& em);
+Application backward_application(const BackwardPlan& plan, const RoutineView& view,
+                                 const BackwardEmission& em);
 
 }  // namespace fp::osm

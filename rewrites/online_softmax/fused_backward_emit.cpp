@@ -1,5 +1,3 @@
-#include "rewrites/online_softmax/fused_backward.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/online_softmax/fused_backward_match.h"
 
 namespace fp::osm {
@@ -121,8 +120,10 @@ class Emitter {
     const Node* o = view_.node(bm_.o);
     const Node* dout = view_.node(bm_.dout);
     std::vector<StmtP> body = {declare_local(acc, bm_.sp), set_local(acc, constant(0.0, bm_.sp))};
-    ExprP term = binary(BinOp::Mul, get(bm_.dout, at(bm_.o_sig), dout->prec), get(bm_.o, at(bm_.o_sig), o->prec), bm_.sp);
-    body.push_back(loop(bm_.chan0, {set_local(acc, binary(BinOp::Add, get_local(acc, bm_.sp), term, bm_.sp))}));
+    ExprP term = binary(BinOp::Mul, get(bm_.dout, at(bm_.o_sig), dout->prec),
+                        get(bm_.o, at(bm_.o_sig), o->prec), bm_.sp);
+    body.push_back(
+        loop(bm_.chan0, {set_local(acc, binary(BinOp::Add, get_local(acc, bm_.sp), term, bm_.sp))}));
     body.push_back(set(d_node_, at(bm_.m_sig), get_local(acc, bm_.sp)));
     std::vector<int> rows;
     for (const Slot& s : bm_.m_sig)
@@ -188,10 +189,11 @@ class Emitter {
       out.push_back(body);
     } else {
       const Nest& def = *view_.line(*view_.definition(node)).nest;
-      out.push_back(set_local(local, transplant(def.store->value, x_cell_map(def), [&](const Expr& g) -> ExprP {
-                                auto it = done.find(g.name);
-                                return it == done.end() ? nullptr : it->second;
-                              })));
+      out.push_back(
+          set_local(local, transplant(def.store->value, x_cell_map(def), [&](const Expr& g) -> ExprP {
+                      auto it = done.find(g.name);
+                      return it == done.end() ? nullptr : it->second;
+                    })));
     }
     done[node] = read;
     return read;
@@ -223,14 +225,16 @@ class Emitter {
     ExprP dsr = get_local(ds, bm_.sp);
     out.push_back(declare_local(ds, bm_.sp));
     out.push_back(set_local(
-        ds, binary(BinOp::Mul, p, binary(BinOp::Sub, dpr, get(d_node_, at(bm_.m_sig), bm_.sp), bm_.sp), bm_.sp)));
+        ds,
+        binary(BinOp::Mul, p, binary(BinOp::Sub, dpr, get(d_node_, at(bm_.m_sig), bm_.sp), bm_.sp), bm_.sp)));
     for (const ChainLink& lk : bm_.links) {
       const Node* nd = view_.node(lk.node);
-      out.push_back(set_local(ds, transplant(lk.nest->store->value, sym_map(lk.env), [&](const Expr& g) -> ExprP {
-                                if (g.name == lk.node) return constant(0.0, nd->prec);
-                                if (g.name == lk.prev) return dsr;
-                                return nullptr;
-                              })));
+      out.push_back(
+          set_local(ds, transplant(lk.nest->store->value, sym_map(lk.env), [&](const Expr& g) -> ExprP {
+                      if (g.name == lk.node) return constant(0.0, nd->prec);
+                      if (g.name == lk.prev) return dsr;
+                      return nullptr;
+                    })));
     }
     return dsr;
   }
@@ -305,7 +309,9 @@ class Emitter {
     std::vector<Index> gix = {role_index(channel)};
     for (int r : outer) gix.push_back(role_index(r));
     auto cell = [&](const std::string& t, Prec p) { return get(t, tix, p); };
-    auto over = [&](std::int64_t count, std::vector<StmtP> body) { return for_loop(j, 0, count - 1, std::move(body)); };
+    auto over = [&](std::int64_t count, std::vector<StmtP> body) {
+      return for_loop(j, 0, count - 1, std::move(body));
+    };
     // The row operands (fused_backward.h, EMITS, "blocked"): a read of the contractions that
     // follows the outer cell and the reduced axis but not the block's cell is copied once per outer
     // cell into a tile [reduced cells, outer axes] — the rows a compiled executor runs side by side
@@ -360,40 +366,49 @@ class Emitter {
       }
       for (std::size_t i = 1; i < order.size(); ++i) {
         const Nest& def = *view_.line(*view_.definition(order[i])).nest;
-        st.push_back(over(count, {set(tp, tix, transplant(def.store->value, x_cell_map(def), [&](const Expr& e) -> ExprP {
-                                        return e.name == order[i - 1] ? cell(tp, xp) : nullptr;
-                                      }))}));
+        st.push_back(over(
+            count, {set(tp, tix, transplant(def.store->value, x_cell_map(def), [&](const Expr& e) -> ExprP {
+                          return e.name == order[i - 1] ? cell(tp, xp) : nullptr;
+                        }))}));
       }
       if (with_ds) {
         // dp := 0 + Σ_c0 A's product; ds := p·(dp − D), then each link 0 + f(ds).
         st.push_back(over(count, {set(tdp, tix, constant(0.0, dpp))}));
-        ExprP dp_value = transplant(bm_.a.nest->store->value, sym_map(bm_.a.env), [&](const Expr& e) -> ExprP {
-          return e.name == bm_.dp ? cell(tdp, dpp) : nullptr;
-        });
+        ExprP dp_value =
+            transplant(bm_.a.nest->store->value, sym_map(bm_.a.env),
+                       [&](const Expr& e) -> ExprP { return e.name == bm_.dp ? cell(tdp, dpp) : nullptr; });
         dp_value = from_rows(dp_value, role_syms_[static_cast<std::size_t>(bm_.chan0)],
                              bm_.vocab.extents[static_cast<std::size_t>(bm_.chan0)]);
         st.push_back(over(count, {loop(bm_.chan0, {set(tdp, tix, dp_value)})}));
-        st.push_back(over(count, {set(tds, tix, binary(BinOp::Mul, cell(tp, xp),
-                                                        binary(BinOp::Sub, cell(tdp, dpp), get(d_node_, at(bm_.m_sig), bm_.sp), bm_.sp),
-                                                        bm_.sp))}));
+        st.push_back(
+            over(count,
+                 {set(tds, tix,
+                      binary(BinOp::Mul, cell(tp, xp),
+                             binary(BinOp::Sub, cell(tdp, dpp), get(d_node_, at(bm_.m_sig), bm_.sp), bm_.sp),
+                             bm_.sp))}));
         for (const ChainLink& lk : bm_.links) {
           const Node* nd = view_.node(lk.node);
-          st.push_back(over(count, {set(tds, tix, transplant(lk.nest->store->value, sym_map(lk.env), [&](const Expr& e) -> ExprP {
-                                          if (e.name == lk.node) return constant(0.0, nd->prec);
-                                          if (e.name == lk.prev) return cell(tds, bm_.sp);
-                                          return nullptr;
-                                        }))}));
+          st.push_back(over(
+              count,
+              {set(tds, tix, transplant(lk.nest->store->value, sym_map(lk.env), [&](const Expr& e) -> ExprP {
+                     if (e.name == lk.node) return constant(0.0, nd->prec);
+                     if (e.name == lk.prev) return cell(tds, bm_.sp);
+                     return nullptr;
+                   }))}));
         }
       }
       // The gradient's row, in its tile: over its channel, each cell accumulating the block's pairs
       // in order.
       const std::string replaced = with_ds ? bm_.ds : bm_.p;
       ExprP scalar = with_ds ? cell(tds, bm_.sp) : cell(tp, xp);
-      st.push_back(loop(channel, {over(count, {set(tg, gix, transplant(g.nest->store->value, sym_map(g.env), [&](const Expr& e) -> ExprP {
-                                                   if (e.name == replaced) return scalar;
-                                                   if (e.name == grad) return get(tg, gix, gp);
-                                                   return nullptr;
-                                                 }))})}));
+      st.push_back(loop(
+          channel,
+          {over(count,
+                {set(tg, gix, transplant(g.nest->store->value, sym_map(g.env), [&](const Expr& e) -> ExprP {
+                       if (e.name == replaced) return scalar;
+                       if (e.name == grad) return get(tg, gix, gp);
+                       return nullptr;
+                     }))})}));
       role_override_.erase(inner);
       return st;
     };
@@ -417,10 +432,11 @@ class Emitter {
     ExprP scalar = pair(body, with_ds);
     const std::string replaced = with_ds ? bm_.ds : bm_.p;
     const int channel = with_ds ? bm_.chan1 : bm_.chan0;
-    body.push_back(loop(channel, {set(g.nest->store->name, at(*g.env.sign(g.nest->store->indices)),
-                                      transplant(g.nest->store->value, sym_map(g.env), [&](const Expr& e) -> ExprP {
-                                        return e.name == replaced ? scalar : nullptr;
-                                      }))}));
+    body.push_back(
+        loop(channel, {set(g.nest->store->name, at(*g.env.sign(g.nest->store->indices)),
+                           transplant(g.nest->store->value, sym_map(g.env), [&](const Expr& e) -> ExprP {
+                             return e.name == replaced ? scalar : nullptr;
+                           }))}));
     return loops(outer, std::move(body));
   }
 };
@@ -435,7 +451,8 @@ BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view
   return out;
 }
 
-Application backward_application(const BackwardPlan& plan, const RoutineView& view, const BackwardEmission& em) {
+Application backward_application(const BackwardPlan& plan, const RoutineView& view,
+                                 const BackwardEmission& em) {
   const BackwardMatch& bm = *plan.match;
   Application app;
   app.member = "online-softmax";
@@ -447,30 +464,34 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
     app.statements.push_back(p + 1);
     app.lines.push_back(view.source_line(p));
   }
-  app.matched = {{"x", bm.nz.x}, {"p", bm.p},   {"o", bm.o},   {"v", bm.v},   {"dO", bm.dout}, {"dP", bm.dp},
-                 {"dS", bm.ds},  {"q", bm.q_node}, {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv}};
+  app.matched = {{"x", bm.nz.x},   {"p", bm.p},   {"o", bm.o},   {"v", bm.v},
+                 {"dO", bm.dout},  {"dP", bm.dp}, {"dS", bm.ds}, {"q", bm.q_node},
+                 {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv}};
   app.emitted = fmt::format(
-      "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: over "
+      "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: "
+      "over "
       "the query rows into {}, over the keys into {} and {}; {} intermediate{} and {} statement{} consumed",
       bm.dout, bm.o, em.nodes[0].name,
       em.blocked ? fmt::format("in blocks of up to {} over the pair's other axis, in tiles", kBackwardBlock)
                  : "in scope locals",
-      bm.dq, bm.dk, bm.dv, plan.consumed_nodes.size(),
-      plan.consumed_nodes.size() == 1 ? "" : "s", plan.consumed.size(), plan.consumed.size() == 1 ? "" : "s");
+      bm.dq, bm.dk, bm.dv, plan.consumed_nodes.size(), plan.consumed_nodes.size() == 1 ? "" : "s",
+      plan.consumed.size(), plan.consumed.size() == 1 ? "" : "s");
   Obligation dv;
   dv.kind = ObligationKind::Exact;
   dv.claim = "backward-dv";
-  dv.description = fmt::format("{} receives the composed products {}·{} in the same order, p recomputed bit for bit",
-                               bm.dv, bm.p, bm.dout);
+  dv.description =
+      fmt::format("{} receives the composed products {}·{} in the same order, p recomputed bit for bit",
+                  bm.dv, bm.p, bm.dout);
   dv.covers = {Cover{bm.dv, bm.dv}};
   app.obligations.push_back(dv);
   for (const auto& [claim, node] : {std::pair{"backward-dq", bm.dq}, {"backward-dk", bm.dk}}) {
     Obligation ob;
     ob.kind = ObligationKind::Bounded;
     ob.claim = claim;
-    ob.description = fmt::format("{} is the composed gradient within rounding: ds = p·(dp − D) reassociates (dP / l + "
-                                 "lg)·e, D = Σ dO·O; the per-cell order over the pairs is the composed one",
-                                 node);
+    ob.description = fmt::format(
+        "{} is the composed gradient within rounding: ds = p·(dp − D) reassociates (dP / l + "
+        "lg)·e, D = Σ dO·O; the per-cell order over the pairs is the composed one",
+        node);
     ob.covers = {Cover{node, node}};
     app.obligations.push_back(ob);
   }

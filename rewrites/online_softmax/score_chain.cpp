@@ -7,7 +7,9 @@
 namespace fp::osm {
 
 namespace {
-std::string pos_text(int p) { return fmt::format("statement {}", p + 1); }
+std::string pos_text(int p) {
+  return fmt::format("statement {}", p + 1);
+}
 }  // namespace
 
 std::variant<ScoreChain, std::string> find_score_chain(const RoutineView& view, const std::string& xname) {
@@ -30,8 +32,8 @@ std::variant<ScoreChain, std::string> find_score_chain(const RoutineView& view, 
       const ExprP& o = red ? red->other : nullptr;
       if (!red || red->op != BinOp::Add || !o || o->kind != ExprKind::Binary || o->binop() != BinOp::Mul ||
           !is_get(o->args[0]) || !is_get(o->args[1]))
-        return fail(fmt::format("{} ({}) is not one accumulation of a product of two reads", name,
-                                pos_text(ws[1])));
+        return fail(
+            fmt::format("{} ({}) is not one accumulation of a product of two reads", name, pos_text(ws[1])));
       if (!fm.s.empty())
         return fail(fmt::format("the chain of {} reaches two contractions ({} and {})", xname, fm.s, name));
       // The contraction's target loops cover S; its other loops are the reduced ones.
@@ -41,16 +43,19 @@ std::variant<ScoreChain, std::string> find_score_chain(const RoutineView& view, 
         if (i.is_fixed()) continue;
         if (!i.is_plain_iterator()) return fail(fmt::format("{} is stored at a non-plain index", name));
         const NestLoop* l = nest.loop(i.terms[0].sym);
-        if (!l || !target.insert(l->sym).second) return fail(fmt::format("{} is stored at a non-plain index", name));
+        if (!l || !target.insert(l->sym).second)
+          return fail(fmt::format("{} is stored at a non-plain index", name));
       }
       for (std::size_t a = 0; a < nest.store->indices.size(); ++a) {
         const Index i = nest.store->indices[a].canonical();
-        if (i.is_fixed() ? (n->dims[a] != 1 || i.offset != 0)
-                         : (nest.loop(i.terms[0].sym)->from != 0 || nest.loop(i.terms[0].sym)->to != n->dims[a] - 1))
+        if (i.is_fixed()
+                ? (n->dims[a] != 1 || i.offset != 0)
+                : (nest.loop(i.terms[0].sym)->from != 0 || nest.loop(i.terms[0].sym)->to != n->dims[a] - 1))
           return fail(fmt::format("the contraction into {} does not write every cell of it", name));
       }
       for (const auto& l : nest.loops)
-        if (l.dead()) return fail(fmt::format("loop {} of the contraction into {} runs zero times", l.sym, name));
+        if (l.dead())
+          return fail(fmt::format("loop {} of the contraction into {} runs zero times", l.sym, name));
       fm.s = name;
       fm.s_zero = ws[0];
       fm.s_pos = ws[1];
@@ -59,10 +64,13 @@ std::variant<ScoreChain, std::string> find_score_chain(const RoutineView& view, 
       continue;
     }
     auto def = view.definition(name);
-    if (!def) return fail(fmt::format("{} in the chain of the scores {} is not defined once, pointwise", name, xname));
+    if (!def)
+      return fail(
+          fmt::format("{} in the chain of the scores {} is not defined once, pointwise", name, xname));
     const Nest& nest = *view.line(*def).nest;
     if (!stores_whole(nest, *n))
-      return fail(fmt::format("{} ({}) does not store every cell of {} one per iteration", name, pos_text(*def), name));
+      return fail(fmt::format("{} ({}) does not store every cell of {} one per iteration", name,
+                              pos_text(*def), name));
     fm.chain.push_back(*def);
     fm.chain_nests.push_back(&nest);
     std::vector<const Expr*> gets;

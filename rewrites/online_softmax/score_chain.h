@@ -16,9 +16,9 @@
 namespace fp::osm {
 
 struct ScoreChain {
-  std::string s;                         // the contraction's node
+  std::string s;  // the contraction's node
   Prec s_prec = Prec::F32;
-  int s_zero = -1, s_pos = -1;           // its zero-out and its nest
+  int s_zero = -1, s_pos = -1;  // its zero-out and its nest
   const Nest* score_nest = nullptr;
   std::vector<int> chain;                // the pointwise definitions, x's first
   std::vector<const Nest*> chain_nests;  // the same, as nests

@@ -9,11 +9,10 @@
 // golden decline leaving the routine exactly as it was; and a RapidCheck property over random
 // training steps.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
-
-#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -22,14 +21,14 @@
 #include "attention_reference.h"
 #include "compiled_expect.h"
 #include "core/interpreter.h"
+#include "core/numerics.h"
+#include "core/text_printer.h"
 #include "exec/c_executor.h"
 #include "frontend/attention.h"
 #include "jit_test_options.h"
 #include "online_softmax_fixtures.h"
-#include "rewrites/online_softmax/block_fold.h"
-#include "core/numerics.h"
-#include "core/text_printer.h"
 #include "rewrites/name_minter.h"
+#include "rewrites/online_softmax/block_fold.h"
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
 #include "rewrites/online_softmax/routine_view.h"
@@ -52,11 +51,14 @@ Config backward_on(std::int64_t block = 0) {
 using Case = BlockedCase;
 
 // A training step (fill -inf); block 0 keeps the two-pass forward.
-Case step(std::string mask = "causal", std::int64_t q = 5, std::int64_t k = 7, std::int64_t b = 0, Prec p = Prec::F32) {
+Case step(std::string mask = "causal", std::int64_t q = 5, std::int64_t k = 7, std::int64_t b = 0,
+          Prec p = Prec::F32) {
   return Case{std::move(mask), "-inf", q, k, b, p, true};
 }
 
-std::string name(const Case& c) { return blocked_case_name(c); }
+std::string name(const Case& c) {
+  return blocked_case_name(c);
+}
 
 // The composed step and its rewrite on the same inputs: both outputs, the rewrite's routine.
 struct Ran {
@@ -111,7 +113,8 @@ TEST(OnlineSoftmaxBackward, FiniteFillWithNoLiveKeyGivesZeroDqAndNonZeroDv) {
       if (node.rfind("grad_q", 0) == 0)
         for (std::size_t i = 0; i < t.data.size(); ++i) {
           EXPECT_TRUE(same_value(t.data[i], 0.0)) << node << "[" << i << "] composed " << t.data[i];
-          EXPECT_TRUE(same_value(r.got.at(node).data[i], 0.0)) << node << "[" << i << "] fused " << r.got.at(node).data[i];
+          EXPECT_TRUE(same_value(r.got.at(node).data[i], 0.0))
+              << node << "[" << i << "] fused " << r.got.at(node).data[i];
         }
     bool nonzero_dv = false;
     for (const auto& [node, t] : r.got)
@@ -175,7 +178,8 @@ TEST(OnlineSoftmaxBackward, FusedGradientsPassAFiniteDifferenceCheck) {
       const double fd = (loss_at(h) - loss_at(-h)) / (2 * h);
       double analytic = 0;
       for (const auto& [g, n] : {std::pair{"grad_q", "q"}, {"grad_k", "k"}, {"grad_v", "v"}})
-        for (std::size_t i = 0; i < r.got.at(g).data.size(); ++i) analytic += r.got.at(g).data[i] * dirs.at(n).data[i];
+        for (std::size_t i = 0; i < r.got.at(g).data.size(); ++i)
+          analytic += r.got.at(g).data[i] * dirs.at(n).data[i];
       EXPECT_NEAR(analytic, fd, 1e-6) << "directional derivative";
     }
 }
@@ -183,8 +187,9 @@ TEST(OnlineSoftmaxBackward, FusedGradientsPassAFiniteDifferenceCheck) {
 TEST(OnlineSoftmaxBackward, CompiledCIsBitwiseTheInterpreterTwiceInARow) {
   std::vector<Routine> rs;
   std::vector<std::string> names;
-  for (Case c : {step("causal", 5, 7, 0), step("none", 4, 9, 3), step("padding:9", 3, 9, 2),
-                 step("causal", 6, 6, 16, Prec::F64), step("causal", 5, 7, 2, Prec::F16), step("causal", 37, 45, 7)}) {
+  for (Case c :
+       {step("causal", 5, 7, 0), step("none", 4, 9, 3), step("padding:9", 3, 9, 2),
+        step("causal", 6, 6, 16, Prec::F64), step("causal", 5, 7, 2, Prec::F16), step("causal", 37, 45, 7)}) {
     rs.push_back(run_tier(build_attention(spec_of(c)), backward_on(c.block)).routine);
     names.push_back(name(c));
   }
@@ -243,7 +248,8 @@ TEST(OnlineSoftmaxBackward, BlockedFormIsBitForBitThePerPairForm) {
     const Routine composed = build_attention(spec_of(c));
     RewriteResult blocked = run_tier(composed, backward_on(0), only);
     ASSERT_EQ(count_shape(blocked, osm::kFusedBackwardId), 1);
-    ASSERT_NE(print_routine(blocked.routine).find("os_bwd_probs_"), std::string::npos) << "not the blocked form";
+    ASSERT_NE(print_routine(blocked.routine).find("os_bwd_probs_"), std::string::npos)
+        << "not the blocked form";
     const Routine pair = per_pair_backward(composed);
     ASSERT_TRUE(well_formed(pair));
     for (std::uint64_t seed : {1u, 2u, 3u}) {
@@ -263,7 +269,8 @@ TEST(OnlineSoftmaxBackward, WithTheFoldNoSquareBufferIsLeftAndTheTierIsAFixpoint
   EXPECT_EQ(count_shape(res, osm::kFusedBackwardId), 1);
   EXPECT_EQ(count_shape(res, osm::kBlockFoldId), 1);
   for (const Node& n : res.routine.nodes)
-    EXPECT_FALSE(n.dims.size() == 4 && n.dims[1] == 6 && n.dims[3] == 10) << n.name << " is a [seq, seq] buffer";
+    EXPECT_FALSE(n.dims.size() == 4 && n.dims[1] == 6 && n.dims[3] == 10)
+        << n.name << " is a [seq, seq] buffer";
   RewriteResult again = run_tier(res.routine, backward_on(4));
   EXPECT_TRUE(again.applications.empty());
   EXPECT_TRUE(equal(again.routine, res.routine));
@@ -299,8 +306,10 @@ RC_GTEST_PROP(OnlineSoftmaxBackwardProperty, AgreesWithTheComposedStepOnRandomSt
   if (spec.layers > 1) spec.sk = spec.sq;  // a layer's output feeds the next as q, k and v
   const int mask = *rc::gen::inRange(0, 4);
   const std::int64_t cut = *rc::gen::inRange<std::int64_t>(0, spec.sk + 1);
-  spec.mask = mask == 0 ? "none" : mask == 1 ? "causal" : mask == 2 ? fmt::format("padding:{}", cut)
-                                                                     : fmt::format("prefix:{}", cut);
+  spec.mask = mask == 0   ? "none"
+              : mask == 1 ? "causal"
+              : mask == 2 ? fmt::format("padding:{}", cut)
+                          : fmt::format("prefix:{}", cut);
   spec.mask_fill = *rc::gen::element<std::string>("-inf", "-1e4", "nan", "inf");
   spec.precision = *rc::gen::element(Prec::F32, Prec::F64);
   const std::int64_t block = *rc::gen::inRange<std::int64_t>(0, 12);
@@ -343,7 +352,8 @@ RC_GTEST_PROP(OnlineSoftmaxBackwardProperty, AgreesWithTheComposedStepOnRandomSt
 TEST(OnlineSoftmaxBackward, EveryGoldenDeclineLeavesTheRoutineAsItWas) {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(lit_path("")))
-    if (e.path().filename().string().rfind("backward-decline-", 0) == 0) files.push_back(e.path().filename().string());
+    if (e.path().filename().string().rfind("backward-decline-", 0) == 0)
+      files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 11u);
   static const std::regex re(R"(\[([a-z-]+)\]:)");

@@ -26,7 +26,9 @@ constexpr double kShadowRel = 1e-8;
 constexpr double kShadowAbs = 1e-10;
 constexpr int kShadowSeeds = 8;
 
-Prec widened(Prec p) { return is_float(p) ? Prec::F64 : p; }
+Prec widened(Prec p) {
+  return is_float(p) ? Prec::F64 : p;
+}
 
 ExprP shadow_expr(const ExprP& e) {
   if (!e) return e;
@@ -67,7 +69,8 @@ void check_shadows(Verdict& v, const Task& t, const EngineOptions& o) {
   if (nodes.empty() || !pair_mismatch(t.src, t.tgt, nodes).empty()) {
     v.kind = VerdictKind::Unknown;
     v.reason = UnknownReason::Unsupported;
-    v.message = "the pair does not hold the covered gradient on both sides: " + pair_mismatch(t.src, t.tgt, nodes);
+    v.message =
+        "the pair does not hold the covered gradient on both sides: " + pair_mismatch(t.src, t.tgt, nodes);
     return;
   }
   const Routine src = with_outputs(f64_shadow(t.src), nodes, false);
@@ -88,7 +91,8 @@ void check_shadows(Verdict& v, const Task& t, const EngineOptions& o) {
     if (auto m = runner.run(in, &worst)) {
       v.kind = VerdictKind::Refuted;
       v.message = fmt::format(
-          "the fused gradient is not the composed one: their f64 shadows (every node and operation at f64) differ "
+          "the fused gradient is not the composed one: their f64 shadows (every node and operation at f64) "
+          "differ "
           "beyond {:g} relative, far above f64 rounding: {}",
           kShadowRel, m->text());
       v.steps.push_back("f64 shadows of both routines, random inputs in [-1, 1): " + m->text());
@@ -103,11 +107,14 @@ void check_shadows(Verdict& v, const Task& t, const EngineOptions& o) {
   v.kind = VerdictKind::Unknown;
   v.reason = UnknownReason::Approximation;
   v.scope = Scope{false, concrete_scope(t.src)};
-  v.steps.push_back(fmt::format("f64 shadows agree within {:g} relative on {} random inputs (worst {:.3g} of it)",
-                                kShadowRel, kShadowSeeds, worst.empty() ? 0.0 : worst.begin()->second));
+  v.steps.push_back(
+      fmt::format("f64 shadows agree within {:g} relative on {} random inputs (worst {:.3g} of it)",
+                  kShadowRel, kShadowSeeds, worst.empty() ? 0.0 : worst.begin()->second));
   v.message = fmt::format(
-      "no certified bound of the fused backward's reassociation yet (ds = p·(dp - D), D = Σ dO·O; docs/bounds.md): "
-      "not proved; the f64 shadows of both routines agree within {:g} relative on {} random inputs, so the target "
+      "no certified bound of the fused backward's reassociation yet (ds = p·(dp - D), D = Σ dO·O; "
+      "docs/bounds.md): "
+      "not proved; the f64 shadows of both routines agree within {:g} relative on {} random inputs, so the "
+      "target "
       "computes the composed function up to rounding",
       kShadowRel, kShadowSeeds);
 }
@@ -118,7 +125,8 @@ Checker fused_backward_shadow_checker() {
   Checker c;
   c.id = "real-shadow.fused-backward";
   c.description =
-      "the fused backward's dQ / dK: never proved (no certified bound yet); refuted when the f64 shadows of the pair "
+      "the fused backward's dQ / dK: never proved (no certified bound yet); refuted when the f64 shadows of "
+      "the pair "
       "differ beyond 1e-8 relative (another function), else unknown";
   c.discharge = check_shadows;
   return c;
