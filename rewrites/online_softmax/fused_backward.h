@@ -76,7 +76,7 @@ namespace fp::osm {
 
 inline constexpr const char* kFusedBackwardId = "online-softmax.fused-backward";
 
-struct BackwardMatch;  // fused_backward.cpp
+struct BackwardMatch;  // fused_backward_match.h
 
 struct BackwardPlan {
   std::shared_ptr<const BackwardMatch> match;
