@@ -209,8 +209,8 @@ Member online_softmax_member() {
   m.gate = "online_softmax";
   m.version = "5";
   m.description =
-      "online softmax: the (max, sum-of-exp) normalizer as one scan per row, and the value pass reading the "
-      "probabilities once (default off; on in the approximate profile)";
+      "online softmax: the (max, sum-of-exp) normalizer as one scan per row, the value pass reading the "
+      "probabilities once, the fused backward and the block fold (default off; on in the approximate profile)";
   m.config_keys = online_softmax_keys();
   m.shapes = {
       ShapeInfo{osm::kNormalizerScanId,
