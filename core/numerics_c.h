@@ -103,9 +103,6 @@ FPC_FN fpc_i32 fpc_i32_wrap(fpc_u32 u) {
 FPC_FN double fpc_pow2(int e) {
   return fpc_from_bits((fpc_u64)(e + 1023) << 52);
 }
-FPC_FN int fpc_signbit(double x) {
-  return (int)(fpc_bits_of(x) >> 63);
-}
 
 /* ---- rounding ------------------------------------------------------------------------------ */
 
@@ -258,9 +255,6 @@ FPC_FN double fpc_fmin_nan(double a, double b) {
   return (a != a || b != b) ? fpc_from_bits(0x7ff8000000000000ull) : r;
 }
 /* The same on binary32 values (a float operation on floats is exact here: only a selection). */
-FPC_FN int fpc_signbitf(float x) {
-  return (int)(fpc_bits_of_f32(x) >> 31);
-}
 FPC_FN float fpc_fmaxf_nan(float a, float b) {
   const float larger = a > b ? a : b;
   const float tie = fpc_f32_from_bits(fpc_bits_of_f32(a) & fpc_bits_of_f32(b));

@@ -15,6 +15,12 @@ std::string where(int statement, int line) {
 }
 }  // namespace
 
+std::string matched_node(const Application& a, const std::string& role) {
+  for (const auto& [r, node] : a.matched)
+    if (r == role) return node;
+  return "";
+}
+
 std::string format_application(const Application& a) {
   std::string out = fmt::format(
       "round {}: applied {} at {}\n", a.round, a.shape,

@@ -57,6 +57,9 @@ struct Application {
   std::vector<Obligation> obligations;
 };
 
+// The node an application matched in `role` ("p", "m", ...), or "" when it records none.
+std::string matched_node(const Application& a, const std::string& role);
+
 struct Decline {
   std::string member;
   std::string shape;

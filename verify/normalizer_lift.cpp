@@ -315,8 +315,7 @@ class Lifter {
   }
 
   std::string role(const char* name) const {
-    for (const auto& [r, node] : app_.matched)
-      if (r == name) return node;
+    if (std::string node = matched_node(app_, name); !node.empty()) return node;
     throw NotLifted(fmt::format("the application records no node for the role {}", name));
   }
 

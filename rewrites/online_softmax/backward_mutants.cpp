@@ -7,16 +7,11 @@
 
 #include "rewrites/online_softmax/ir_map.h"
 #include "rewrites/online_softmax/mutants.h"
+#include "rewrites/online_softmax/routine_view.h"
 
 namespace fp::osm {
 
 namespace {
-
-std::string role(const Application& app, const std::string& r) {
-  for (const auto& [k, v] : app.matched)
-    if (k == r) return v;
-  return "";
-}
 
 bool starts(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
@@ -59,16 +54,12 @@ Routine map_loops_over(const Routine& r, const std::string& prefix,
                    }));
 }
 
-bool is_op(const ExprP& e, BinOp op) {
-  return e && e->kind == ExprKind::Binary && e->binop() == op;
-}
-
 }  // namespace
 
 std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application& app) {
   std::vector<Mutant> out;
-  const std::string o = role(app, "o"), v = role(app, "v"), q = role(app, "q"), k = role(app, "k"),
-                    dout = role(app, "dO"), dq = role(app, "dQ");
+  const std::string o = matched_node(app, "o"), v = matched_node(app, "v"), q = matched_node(app, "q"), k = matched_node(app, "k"),
+                    dout = matched_node(app, "dO"), dq = matched_node(app, "dQ");
   if (o.empty() || v.empty() || q.empty() || k.empty()) return out;
   auto add = [&](std::string id, std::string what, Routine r) {
     out.push_back(Mutant{std::move(id), std::move(what), std::move(r)});
@@ -104,7 +95,7 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
       map_sets(tgt, "os_bwd_probs_", [&](const ExprP& x) -> ExprP {
         // p = e / l: the one division of the line, by l's node.
         const bool over_l =
-            is_op(x, BinOp::Div) && x->args[1]->kind == ExprKind::Get && !starts(x->args[1]->name, "os_bwd_");
+            is_binary(x, BinOp::Div) && x->args[1]->kind == ExprKind::Get && !starts(x->args[1]->name, "os_bwd_");
         return over_l ? x->args[0] : x;
       }));
   add("p-unmasked-in-dv", "dV's p recomputed without the mask's where",
@@ -114,7 +105,7 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   add("shift-sign-in-dk", "dK's p recomputed from exp(m - x) instead of exp(x - m)",
       map_sets(tgt, "os_bwd_probs_dk", [&](const ExprP& x) -> ExprP {
         // n = x - m: the one subtraction of the line, of m's node.
-        if (!is_op(x, BinOp::Sub) || x->args[1]->kind != ExprKind::Get || starts(x->args[1]->name, "os_bwd_"))
+        if (!is_binary(x, BinOp::Sub) || x->args[1]->kind != ExprKind::Get || starts(x->args[1]->name, "os_bwd_"))
           return x;
         return binary(BinOp::Sub, x->args[1], x->args[0], x->prec);
       }));
@@ -130,7 +121,7 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   add("dp-reads-dout-for-v", "dK's dp reads the key's row of dO instead of v",
       map_sets(tgt, "os_bwd_rows_" + v + "_dk", rename(v, dout)));
   add("ds-sign", "ds = p·(D - dp) instead of p·(dp - D)", map_sets(tgt, "ds:", [&](const ExprP& x) -> ExprP {
-        if (!is_op(x, BinOp::Sub) || x->args[0]->kind != ExprKind::Get ||
+        if (!is_binary(x, BinOp::Sub) || x->args[0]->kind != ExprKind::Get ||
             !starts(x->args[0]->name, "os_bwd_dprob_"))
           return x;
         return binary(BinOp::Sub, x->args[1], x->args[0], x->prec);
@@ -142,7 +133,7 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
   add("ds-scale-dropped-in-dq", "dQ's ds without the score scale",
       map_sets(tgt, "ds:dq", [&](const ExprP& x) -> ExprP {
         // The scale link: ds times a constant (the only such product in ds's expression).
-        if (!is_op(x, BinOp::Mul) || x->args[1]->kind != ExprKind::Const) return x;
+        if (!is_binary(x, BinOp::Mul) || x->args[1]->kind != ExprKind::Const) return x;
         return x->args[0];
       }));
   // The gradients.

@@ -33,8 +33,6 @@ struct Fail {
   std::string code, sentence;
 };
 
-std::string pos_text(int p) { return fmt::format("statement {}", p + 1); }
-
 // The score chain under x (score_chain.h), into the match.
 std::variant<bool, Fail> match_chain(const RoutineView& view, FoldMatch& fm) {
   auto ch = find_score_chain(view, fm.nz.x);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "rewrites/online_softmax/fused_backward_match.h"
 
@@ -16,18 +17,6 @@ namespace {
 struct Fail {
   std::string code, sentence;
 };
-
-std::string pos_text(int p) {
-  return fmt::format("statement {}", p + 1);
-}
-
-bool is_get_of(const ExprP& e, const std::string& node) {
-  return is_get(e) && e->name == node;
-}
-
-bool is_binary(const ExprP& e, BinOp op) {
-  return e && e->kind == ExprKind::Binary && e->binop() == op;
-}
 
 // The two factors of a product `mul(a, b)` as reads, the one of `node` first; nullopt otherwise.
 std::optional<std::pair<const Expr*, const Expr*>> product_with(const ExprP& e, const std::string& node) {
@@ -110,9 +99,9 @@ class Matcher {
   std::optional<std::variant<BackwardMatch, Fail>> run() {
     if (auto f = roles()) return *f;
     if (auto f = value_pass()) return *f;
-    int a = find_a();
-    if (a == -2) return std::nullopt;
-    if (a < 0) return fail_;
+    const ValueGradientStart a = find_a();
+    if (std::holds_alternative<std::monostate>(a)) return std::nullopt;
+    if (const Fail* f = std::get_if<Fail>(&a)) return *f;
     for (auto step : {&Matcher::dp_readers, &Matcher::eg_chain, &Matcher::gradient_chain,
                       &Matcher::contractions, &Matcher::value_gradient, &Matcher::contract})
       if (auto f = (this->*step)()) return *f;
@@ -122,7 +111,6 @@ class Matcher {
  private:
   const RoutineView& view_;
   BackwardMatch bm_;
-  Fail fail_;
 
   const Normalizer& nz() const { return bm_.nz; }
   Fail shape(std::string s) const { return Fail{"backward-shape", std::move(s)}; }
@@ -148,8 +136,11 @@ class Matcher {
     if (!env.bind(bm_.x_sig, nz().x_idcs))
       return shape("the scores' indices do not bind the attention's axes");
     auto m_sig = env.sign(nz().m_idcs);
-    if (!m_sig) return shape(fmt::format("{} is stored at indices that are not the rows", nz().m));
+    auto l_sig = env.sign(nz().l_idcs);
+    if (!m_sig || !l_sig)
+      return shape(fmt::format("{} or {} is stored at indices that are not the rows", nz().m, nz().l));
     bm_.m_sig = *m_sig;
+    l_sig_ = *l_sig;
     return std::nullopt;
   }
 
@@ -214,8 +205,10 @@ class Matcher {
   RoleEnv venv_;
   Signature v_sig_;
 
-  // A: dP += dO·v. -2 when no reduction other than the value pass reads v with a gradient of O.
-  int find_a() {
+  // A: dP += dO·v — found (true), a decline, or none at all (monostate: no reduction other than
+  // the value pass reads v with a gradient of O).
+  using ValueGradientStart = std::variant<std::monostate, bool, Fail>;
+  ValueGradientStart find_a() {
     for (int pos : view_.readers(bm_.v)) {
       if (pos == bm_.value_pass) continue;
       auto acc = accumulation_at(view_, pos);
@@ -229,19 +222,16 @@ class Matcher {
       if (!env.bind(v_sig_, f->first->indices) || !env.bind(bm_.o_sig, f->second->indices)) continue;
       auto dp_sig = env.sign(acc->nest->store->indices);
       if (!dp_sig || !has_all_roles(*dp_sig, roles_of(bm_.x_sig))) continue;
-      if (auto lf = loops_fit(env, *acc->nest, bm_.vocab, pos)) {
-        fail_ = *lf;
-        return -1;
-      }
+      if (auto lf = loops_fit(env, *acc->nest, bm_.vocab, pos)) return *lf;
       bm_.a = BoundNest{pos, acc->nest, env};
       bm_.dout = f->second->name;
       bm_.dp = acc->nest->store->name;
       dp_sig_ = *dp_sig;
-      return pos;
+      return true;
     }
-    return -2;
+    return std::monostate{};
   }
-  Signature dp_sig_, eg_sig_, lg_sig_, ng_sig_, ds_sig_;
+  Signature l_sig_, dp_sig_, eg_sig_, lg_sig_, ng_sig_, ds_sig_;
 
   // Binds every read of `node` in `e` to `sig`; false when one does not fit.
   static bool bind_reads(RoleEnv& env, const ExprP& e, const std::string& node, const Signature& sig) {
@@ -299,7 +289,7 @@ class Matcher {
       const ExprP& o = acc->other;
       if (is_binary(o, BinOp::Div) && is_get_of(o->args[0], bm_.dp) && is_get_of(o->args[1], nz().l) &&
           bm_.c1.pos < 0) {
-        auto b = bound(r, {{bm_.dp, dp_sig_}, {nz().l, l_sig()}});
+        auto b = bound(r, {{bm_.dp, dp_sig_}, {nz().l, l_sig_}});
         if (!b || !has_all_roles(b->second, roles_of(bm_.x_sig))) continue;
         bm_.c1 = b->first;
         bm_.eg = acc->nest->store->name;
@@ -310,7 +300,7 @@ class Matcher {
         const ExprP& u = is_get_of(o->args[0], bm_.dp) ? o->args[1] : o->args[0];
         if (!is_get_of(o->args[0], bm_.dp) && !is_get_of(o->args[1], bm_.dp)) continue;
         if (!is_l_grad_factor(u)) continue;
-        auto b = bound(r, {{bm_.dp, dp_sig_}, {nz().e, bm_.x_sig}, {nz().l, l_sig()}});
+        auto b = bound(r, {{bm_.dp, dp_sig_}, {nz().e, bm_.x_sig}, {nz().l, l_sig_}});
         if (!b || !has_all_roles(b->second, roles_of(bm_.m_sig))) continue;
         bm_.d = b->first;
         bm_.lg = acc->nest->store->name;
@@ -329,12 +319,6 @@ class Matcher {
       if (auto f = loops_fit(n->env, *n->nest, bm_.vocab, n->pos)) return *f;
     return std::nullopt;
   }
-  Signature l_sig() const {
-    RoleEnv env;
-    env.bind(bm_.x_sig, nz().x_idcs);
-    return *env.sign(nz().l_idcs);
-  }
-
   // C2: eg += lg (lg's only reader, after D); E: ng += eg·e (eg's only other reader).
   std::optional<Fail> eg_chain() {
     const std::vector<int> lr = outside_readers(view_, bm_.lg);
@@ -541,6 +525,8 @@ class Matcher {
         return Fail{"mixed-precision", fmt::format("{} is not floating point", n)};
     bm_.sp = state_prec(x->prec) == Prec::F64 || state_prec(gp) == Prec::F64 ? Prec::F64 : Prec::F32;
 
+    const std::set<std::string> consumed_nodes = intermediates_set();
+    const std::set<std::string> read = inputs();
     // A link reads its predecessor and nodes the backward does not consume: the fused nests
     // compute the predecessor per pair and nothing else of the chain.
     for (const ChainLink& lk : bm_.links) {
@@ -548,7 +534,7 @@ class Matcher {
       collect_gets(lk.nest->store->value, gets);
       for (const Expr* g : gets) {
         const bool own = g->name == lk.node || g->name == lk.prev;
-        if (!own && (intermediates_set().count(g->name) || g->name == bm_.dq || g->name == bm_.dk ||
+        if (!own && (consumed_nodes.count(g->name) || g->name == bm_.dq || g->name == bm_.dk ||
                      g->name == bm_.dv))
           return shape(fmt::format("{} reads {}, another gradient of the chain, besides {}", pos_text(lk.pos),
                                    g->name, lk.prev));
@@ -561,8 +547,8 @@ class Matcher {
       if (auto z = zero_of(n)) bm_.zeros.push_back(*z);
     const std::set<int> consumed = consumed_positions();
     // Code that is not a nest inside the span touching a matched node.
-    std::set<std::string> matched_nodes = intermediates_set();
-    for (const std::string& n : inputs()) matched_nodes.insert(n);
+    std::set<std::string> matched_nodes = consumed_nodes;
+    matched_nodes.insert(read.begin(), read.end());
     for (const std::string& n : {bm_.dq, bm_.dk, bm_.dv}) matched_nodes.insert(n);
     for (int p = emit; p <= last; ++p) {
       const Line& li = view_.line(p);
@@ -578,20 +564,20 @@ class Matcher {
                             pos_text(p), n, emit + 1, last + 1)};
     }
     // Every node the fused nests read is final at the emit position and not consumed.
-    for (const std::string& n : inputs()) {
+    for (const std::string& n : read) {
       for (int w : view_.writers(n))
         if (w >= emit && !consumed.count(w))
           return Fail{
               "input-written-in-span",
               fmt::format("{} writes {}, which the fused backward reads, at or after the emit position ({})",
                           pos_text(w), n, pos_text(emit))};
-      if (intermediates_set().count(n))
+      if (consumed_nodes.count(n))
         return Fail{"input-written-in-span",
                     fmt::format("the fused backward would read {}, a node it consumes", n)};
     }
     // The gradients: nothing else reads or writes them between the emit position and their contraction.
     for (const auto& [node, pos] : {std::pair{bm_.dq, bm_.k.pos}, {bm_.dk, bm_.l.pos}, {bm_.dv, bm_.b.pos}}) {
-      if (intermediates_set().count(node) || node == nz().x || inputs().count(node))
+      if (consumed_nodes.count(node) || node == nz().x || read.count(node))
         return Fail{"gradient-output-touched",
                     fmt::format("the gradient {} is also a node the backward reads", node)};
       for (int w : view_.readers(node))

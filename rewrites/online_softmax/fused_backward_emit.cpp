@@ -57,7 +57,7 @@ class Emitter {
         const int inner = outer.back();
         outer.pop_back();
         out.stmts.push_back(blocked_nest(g, outer, inner, with_ds, *order, what, out.nodes));
-        blocked_ = true;
+        out.blocked = true;
       } else {
         out.stmts.push_back(gradient_nest(g, outer, with_ds));
       }
@@ -67,8 +67,6 @@ class Emitter {
     nest(bm_.b, &bm_.dv_sig, bm_.chan0, false, "dv");
     return out;
   }
-  bool blocked() const { return blocked_; }
-  const std::string& d_node() const { return d_node_; }
 
  private:
   const BackwardMatch& bm_;
@@ -239,7 +237,6 @@ class Emitter {
     return dsr;
   }
 
-  bool blocked_ = false;
 
   // The recomputed nodes in computation order (S, the chain up to x, n, e, P) when each reads only
   // the one before it and all are at x's precision: the blocked form computes them in place, one
@@ -445,10 +442,7 @@ class Emitter {
 
 BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names,
                                bool allow_blocks) {
-  Emitter em(*plan.match, view, names);
-  BackwardEmission out = em.emit(allow_blocks);
-  out.blocked = em.blocked();
-  return out;
+  return Emitter(*plan.match, view, names).emit(allow_blocks);
 }
 
 Application backward_application(const BackwardPlan& plan, const RoutineView& view,

@@ -347,9 +347,7 @@ struct FoldParts {
 
 std::optional<FoldParts> find_fold(const Routine& r, const Application& app) {
   std::optional<FoldParts> out;
-  std::string m;
-  for (const auto& [role, node] : app.matched)
-    if (role == "m") m = node;
+  const std::string m = matched_node(app, "m");
   std::function<void(const StmtP&)> walk = [&](const StmtP& s) {
     if (out) return;
     if (s->kind == StmtKind::Scan && s->carried.size() == 2 && s->carried[0].prev.rfind("os_m_prev_", 0) == 0) {

@@ -42,10 +42,6 @@ struct Anchor {
   std::vector<Index> m_idcs, x_idcs;
 };
 
-std::string pos_text(int pos) {
-  return fmt::format("statement {}", pos + 1);
-}
-
 std::string range_text(const NestLoop& l) {
   return fmt::format("{}..{}", l.from, l.to);
 }
@@ -83,10 +79,6 @@ std::optional<Fail> dead_loop(const Nest& n, const std::string& what) {
                   fmt::format("loop {} of {} runs zero times ({}); the match needs every loop live", l.sym,
                               what, range_text(l))};
   return std::nullopt;
-}
-
-bool is_get_of(const ExprP& e, const std::string& node) {
-  return e && e->kind == ExprKind::Get && e->name == node;
 }
 
 // A constant equal to v (for v = 0 both +0 and -0: a fill of either is a zero-out of a sum of

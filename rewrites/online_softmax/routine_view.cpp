@@ -81,6 +81,8 @@ std::optional<Reduction> reduction_of(const Nest& n) {
   return r;
 }
 
+std::string pos_text(int pos) { return fmt::format("statement {}", pos + 1); }
+
 bool is_pointwise(const Nest& n) {
   return !reads_node(n.store->value, n.store->name);
 }

@@ -59,6 +59,14 @@ bool is_pointwise(const Nest& n);
 
 // A node read (Get).
 inline bool is_get(const ExprP& e) { return e && e->kind == ExprKind::Get; }
+// A read of `node`.
+inline bool is_get_of(const ExprP& e, const std::string& node) { return is_get(e) && e->name == node; }
+// A binary operation `op`.
+inline bool is_binary(const ExprP& e, BinOp op) {
+  return e && e->kind == ExprKind::Binary && e->binop() == op;
+}
+// "statement N": a 0-based position, 1-based in messages.
+std::string pos_text(int pos);
 // Plain iterator of the nest at every axis (fixed allowed on unit axes), no symbol twice, all
 // loops used: a store that writes one cell per iteration and every cell of `node`.
 bool stores_whole(const Nest& nest, const Node& node);

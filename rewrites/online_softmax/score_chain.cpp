@@ -6,12 +6,6 @@
 
 namespace fp::osm {
 
-namespace {
-std::string pos_text(int p) {
-  return fmt::format("statement {}", p + 1);
-}
-}  // namespace
-
 std::variant<ScoreChain, std::string> find_score_chain(const RoutineView& view, const std::string& xname) {
   ScoreChain fm;
   const Node* x = view.node(xname);

@@ -42,9 +42,7 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   const BoundTerms& bt = *ob.bound;
   const std::string out = ob.covers[0].node;
   const Node* node = t.src.find_node(out);
-  std::string p;
-  for (const auto& [role, name] : t.app.matched)
-    if (role == "p") p = name;
+  const std::string p = matched_node(t.app, "p");
   const FoldOutputBound fb = fold_output_bound(bt.storage, bt.state, bt.terms, bt.block, o.limits.exp_ulp);
   if (!node || !t.tgt.find_node(out) || p.empty() || !fb.defined)
     return unknown(UnknownReason::Unsupported,
@@ -147,9 +145,7 @@ std::optional<DownstreamPlan> plan_fold_output(const Routine& src, const Applica
   };
   if (!ob.bound || ob.covers.empty() || ob.bound->block < 1 || app.statements.empty())
     return fail(fmt::format("{} records no bound terms with a block size", ob.claim));
-  std::string p;
-  for (const auto& [role, name] : app.matched)
-    if (role == "p") p = name;
+  const std::string p = matched_node(app, "p");
   const BoundTerms& bt = *ob.bound;
   const FoldOutputBound fb = fold_output_bound(bt.storage, bt.state, bt.terms, bt.block, exp_ulp);
   if (!fb.defined) return fail("no certified bound: " + fb.undefined_reason);

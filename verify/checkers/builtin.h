@@ -14,7 +14,4 @@ Checker block_fold_sum_bound_checker();
 Checker block_fold_output_bound_checker();
 Checker fused_backward_shadow_checker();
 
-// `r` with every floating-point node, local, carried value and operation at f64.
-Routine f64_shadow(const Routine& r);
-
 }  // namespace fp::verify

@@ -51,8 +51,6 @@ StmtP shadow_stmt(const StmtP& s) {
   return out;
 }
 
-}  // namespace
-
 // Every floating-point node, local, carried value and operation of `r` at f64.
 Routine f64_shadow(const Routine& r) {
   Routine out = r;
@@ -60,8 +58,6 @@ Routine f64_shadow(const Routine& r) {
   out.body = shadow_stmt(r.body);
   return out;
 }
-
-namespace {
 
 void check_shadows(Verdict& v, const Task& t, const EngineOptions& o) {
   std::vector<std::string> nodes;
@@ -73,8 +69,12 @@ void check_shadows(Verdict& v, const Task& t, const EngineOptions& o) {
         "the pair does not hold the covered gradient on both sides: " + pair_mismatch(t.src, t.tgt, nodes);
     return;
   }
-  const Routine src = with_outputs(f64_shadow(t.src), nodes, false);
-  const Routine tgt = with_outputs(f64_shadow(t.tgt), nodes, false);
+  // The case a refutation writes is the shadows' (their inputs are f64).
+  Task shadows = t;
+  shadows.src = f64_shadow(t.src);
+  shadows.tgt = f64_shadow(t.tgt);
+  const Routine src = with_outputs(shadows.src, nodes, false);
+  const Routine tgt = with_outputs(shadows.tgt, nodes, false);
   std::vector<NodeCheck> checks;
   for (const std::string& n : nodes) {
     NodeCheck c;
@@ -92,14 +92,9 @@ void check_shadows(Verdict& v, const Task& t, const EngineOptions& o) {
       v.kind = VerdictKind::Refuted;
       v.message = fmt::format(
           "the fused gradient is not the composed one: their f64 shadows (every node and operation at f64) "
-          "differ "
-          "beyond {:g} relative, far above f64 rounding: {}",
+          "differ beyond {:g} relative, far above f64 rounding: {}",
           kShadowRel, m->text());
       v.steps.push_back("f64 shadows of both routines, random inputs in [-1, 1): " + m->text());
-      // The case is the shadows' (their inputs are f64).
-      Task shadows = t;
-      shadows.src = f64_shadow(t.src);
-      shadows.tgt = f64_shadow(t.tgt);
       attach_case(v, shadows, o, src, tgt, checks, Found{in, *m, "random (f64 shadows)", k});
       return;
     }
