@@ -20,6 +20,7 @@
 #include "core/ir_visit.h"
 #include "exec/codegen_emitter.h"
 #include "exec/numerics_text.h"
+#include "exec/row_private.h"
 
 namespace fp {
 
@@ -233,6 +234,7 @@ class CGenerator {
     o += numerics_c_text();
     o += kPrelude;
     o += "\n";
+    plan_private_tiles();
     em_.open(fmt::format("int {}(fpx_ctx* ctx, void** bufs)", opts_.entry));
     em_.line("const int fpx_nt = (int)ctx->threads;");
     em_.line("(void)fpx_nt;");
@@ -241,7 +243,7 @@ class CGenerator {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       if (plan_.is_virtual(n.name) || (plan_.span[i].first < 0 && !n.is_output)) continue;
-      if (stack_buffer(static_cast<int>(i))) continue;
+      if (stack_buffer(static_cast<int>(i)) || private_tile(static_cast<int>(i))) continue;
       if (n.is_input) {
         em_.line(fmt::format("{}* restrict {} = ({}*)bufs[{}];", codegen::stype(n.prec), em_.buffer(n.name),
                              codegen::stype(n.prec), i));
@@ -267,7 +269,7 @@ class CGenerator {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       if (plan_.is_virtual(n.name) || n.is_input || plan_.span[i].first < 0 ||
-          stack_buffer(static_cast<int>(i)))
+          stack_buffer(static_cast<int>(i)) || private_tile(static_cast<int>(i)))
         continue;
       em_.line(fmt::format("if ({0}) fpx_release(ctx, {0}, {1}LL, {2}LL);", em_.buffer(n.name),
                            em_.node_bytes(n), pool_limit()));
@@ -304,7 +306,7 @@ class CGenerator {
   void allocate(const std::vector<int>& nodes) {
     for (int i : nodes) {
       const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
-      if (n.is_input || plan_.is_virtual(n.name) || stack_buffer(i)) continue;
+      if (n.is_input || plan_.is_virtual(n.name) || stack_buffer(i) || private_tile(i)) continue;
       const bool zero = plan_.top.empty() || !plan_.overwritten_first(i);
       em_.line(fmt::format("{0} = ({1}*)fpx_alloc(ctx, {2}LL, {3}, {4}LL);", em_.buffer(n.name),
                            codegen::stype(n.prec), em_.node_bytes(n), zero ? 1 : 0, pool_limit()));
@@ -315,7 +317,7 @@ class CGenerator {
   void release(const std::vector<int>& nodes) {
     for (int i : nodes) {
       const Node& n = plan_.placed.nodes[static_cast<std::size_t>(i)];
-      if (plan_.is_virtual(n.name) || n.is_output || stack_buffer(i)) continue;
+      if (plan_.is_virtual(n.name) || n.is_output || stack_buffer(i) || private_tile(i)) continue;
       if (n.is_input) {
         em_.line(fmt::format("fpx_account(ctx, -{}LL);  /* input '{}' no longer live */", em_.node_bytes(n),
                              sanitize_comment(n.name)));
@@ -358,7 +360,9 @@ class CGenerator {
       pending_zeros_.push_back(s.name);
     } else if (!plan_.replayed[static_cast<std::size_t>(p)]) {
       emit_pending_zero(s);
-      std::optional<RowFusion> fusion = stack.empty() ? row_fusion(p) : std::nullopt;
+      const bool privates = private_tiles_.count(p) > 0;
+      std::optional<RowFusion> fusion = stack.empty() && !privates ? row_fusion(p) : std::nullopt;
+      if (privates) em_.line(fmt::format("fpx_account(ctx, {});  /* row-private slices */", private_bytes(p)));
       if (fusion) {
         allocate(plan_.starting_at(fusion->position));
         em_.line(fmt::format("/* statement {} (statement {} fused into its rows) */", p + 1,
@@ -369,6 +373,7 @@ class CGenerator {
         em_.line(fmt::format("/* statement {} */", p + 1));
       }
       top_statement(s);
+      if (privates) em_.line(fmt::format("fpx_account(ctx, -({}));", private_bytes(p)));
       zero_start_ = false;
       if (fusion) {
         const bool used = epilogue_used_;
@@ -403,32 +408,14 @@ class CGenerator {
       return;
     }
     // Any other statement: the perfect chain of loops at its top; its first run of parallel-safe
-    // loops is a band of independent iterations.
+    // loops is a band of independent iterations, run in lanes when lane_plan says so.
+    if (const std::optional<LanePlan> lanes = lane_plan(s)) {
+      lane_band(*lanes);
+      return;
+    }
     std::vector<const Stmt*> chain = codegen::loop_chain(s);
-    const bool perfect = !chain.empty() && chain.back()->body.size() == 1 && chain.back()->body[0] &&
-                         chain.back()->body[0]->kind == StmtKind::Set;
-    int first = -1, count = 0;
-    for (std::size_t i = 0; i < chain.size(); ++i) {
-      if (codegen::parallel_safe(plan_, *chain[i])) {
-        if (first < 0) first = static_cast<int>(i);
-        ++count;
-      } else if (first >= 0) {
-        break;
-      }
-    }
-    // A band whose body keeps per-iteration state (locals, a scan), or runs several statements per
-    // iteration (a fused backward's tile steps), runs in lanes: statement by statement across a
-    // block of iterations (lane_band).
-    if (first >= 0 && opts_.jam && !perfect) {
-      const std::vector<const Stmt*> band(chain.begin() + first, chain.begin() + first + count);
-      const Stmt* widest = *std::max_element(band.begin(), band.end(), [](const Stmt* a, const Stmt* b) {
-        return a->to - a->from < b->to - b->from;
-      });
-      if (widest->to - widest->from + 1 >= 4 && (has_state(band.back()->body) || several_statements(chain.back()->body))) {
-        lane_band(chain, static_cast<std::size_t>(first), band, widest);
-        return;
-      }
-    }
+    const bool perfect = perfect_chain(chain);
+    auto [first, count] = parallel_run(chain);
     // Otherwise collapse the band, leaving the innermost loop of a perfect nest to the vectorizer.
     simd_innermost_ = shape && shape->reduced.empty() && perfect;
     if (first >= 0 && perfect && first + count == static_cast<int>(chain.size()) && count > 1) --count;
@@ -446,6 +433,66 @@ class CGenerator {
   }
 
   // ---- lanes: a band of independent iterations run statement by statement --------------------
+
+  static bool perfect_chain(const std::vector<const Stmt*>& chain) {
+    return !chain.empty() && chain.back()->body.size() == 1 && chain.back()->body[0] &&
+           chain.back()->body[0]->kind == StmtKind::Set;
+  }
+
+  // The first run of parallel-safe loops of a statement's loop chain: {first, count}, first < 0
+  // when there is none.
+  std::pair<int, int> parallel_run(const std::vector<const Stmt*>& chain) const {
+    int first = -1, count = 0;
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      if (codegen::parallel_safe(plan_, *chain[i])) {
+        if (first < 0) first = static_cast<int>(i);
+        ++count;
+      } else if (first >= 0) {
+        break;
+      }
+    }
+    return {first, count};
+  }
+
+  // A statement run in lanes (lane_band): its loop chain, the band of independent iterations in
+  // it (chain[first .. first + band.size())), the band's widest loop (the lanes) and whether the
+  // band runs in parallel.
+  struct LanePlan {
+    std::vector<const Stmt*> chain;
+    std::size_t first = 0;
+    std::vector<const Stmt*> band;
+    const Stmt* lane = nullptr;
+    std::vector<const Stmt*> others;  // the band without the lane loop
+    std::int64_t blocks = 0;          // lane blocks of kLaneWidth
+    bool parallel = false;
+  };
+  static constexpr int kLaneWidth = 16;
+
+  // A statement that is not a reduction nest and whose band's body keeps per-iteration state
+  // (locals, a scan) or runs several statements per iteration (a fold's or a fused backward's tile
+  // steps) runs in lanes: statement by statement across a block of iterations.
+  std::optional<LanePlan> lane_plan(const Stmt& s) const {
+    if (!opts_.jam) return std::nullopt;
+    std::optional<NestShape> shape = nest_shape(s);
+    if (shape && !shape->reduced.empty()) return std::nullopt;  // reduction_nest
+    LanePlan lp;
+    lp.chain = codegen::loop_chain(s);
+    const auto [first, count] = parallel_run(lp.chain);
+    if (first < 0 || perfect_chain(lp.chain)) return std::nullopt;
+    lp.first = static_cast<std::size_t>(first);
+    lp.band.assign(lp.chain.begin() + first, lp.chain.begin() + first + count);
+    lp.lane = *std::max_element(lp.band.begin(), lp.band.end(), [](const Stmt* a, const Stmt* b) {
+      return a->to - a->from < b->to - b->from;
+    });
+    if (lp.lane->to - lp.lane->from + 1 < 4 ||
+        !(has_state(lp.band.back()->body) || several_statements(lp.chain.back()->body)))
+      return std::nullopt;
+    for (const Stmt* l : lp.band)
+      if (l != lp.lane) lp.others.push_back(l);
+    lp.blocks = (lp.lane->to - lp.lane->from + 1 + kLaneWidth - 1) / kLaneWidth;
+    lp.parallel = opts_.parallel && saturating_mul(codegen::trip_count(lp.others), lp.blocks) >= 2;
+    return lp;
+  }
 
   // More than one statement that does something.
   static bool several_statements(const std::vector<StmtP>& body) {
@@ -655,36 +702,108 @@ class CGenerator {
   // scans stay scalar around them (their bounds are constants, the same in every lane), and a guard
   // or a plain store nest runs whole inside one lane. Every lane computes exactly what its
   // iteration computed, in the same order within the lane.
-  void lane_band(const std::vector<const Stmt*>& chain, std::size_t first,
-                 const std::vector<const Stmt*>& band, const Stmt* lane) {
-    for (std::size_t i = 0; i < first; ++i) {
-      em_.open(em_.loop_header(*chain[i]));
+  // Row-private tiles (exec/row_private.h) live in the lane block: one slice of kLaneWidth lanes
+  // each, zeroed when the block starts, instead of the whole buffer.
+  void lane_band(const LanePlan& lp) {
+    for (std::size_t i = 0; i < lp.first; ++i) {
+      em_.open(em_.loop_header(*lp.chain[i]));
       em_.push_scope();
     }
-    std::vector<const Stmt*> others;
-    for (const Stmt* l : band)
-      if (l != lane) others.push_back(l);
-    const int width = 16;
-    const std::int64_t blocks = (lane->to - lane->from + 1 + width - 1) / width;
     em_.open("");
-    if (opts_.parallel && saturating_mul(codegen::trip_count(others), blocks) >= 2)
-      em_.line(pragma(static_cast<int>(others.size()) + 1));
-    for (const Stmt* l : others) em_.line(em_.loop_header(*l));
-    lane_block_loop(lane, width, blocks, [&](const std::string& nl) {
-      lane_ = LaneCtx{lane, nl, width};
-      band_writes_ = written_nodes(*band.front());
+    if (lp.parallel) em_.line(pragma(static_cast<int>(lp.others.size()) + 1));
+    for (const Stmt* l : lp.others) em_.line(em_.loop_header(*l));
+    const auto tiles = private_tiles_.find(plan_.position_of(lp.chain.front()));
+    lane_block_loop(lp.lane, kLaneWidth, lp.blocks, [&](const std::string& nl) {
+      if (tiles != private_tiles_.end()) open_private_tiles(tiles->second, lp);
+      lane_ = LaneCtx{lp.lane, nl, kLaneWidth};
+      band_writes_ = written_nodes(*lp.band.front());
       em_.push_scope();
-      lane_list(band.back()->body);
+      lane_list(lp.band.back()->body);
       em_.pop_scope();
       lane_.reset();
+      if (tiles != private_tiles_.end())
+        for (const PrivateTile& t : tiles->second) em_.unprivatize(node_at(t.node).name);
     });
-    for (const Stmt* l : others) em_.unbind_sym(l->sym);
+    for (const Stmt* l : lp.others) em_.unbind_sym(l->sym);
     em_.close();
-    for (std::size_t i = first; i-- > 0;) {
+    for (std::size_t i = lp.first; i-- > 0;) {
       em_.pop_scope();
       em_.close();
-      em_.unbind_sym(chain[i]->sym);
+      em_.unbind_sym(lp.chain[i]->sym);
     }
+  }
+
+  // ---- row-private tiles ------------------------------------------------------------------------
+
+  struct PrivateTile {
+    int node = -1;
+    std::vector<bool> row;  // per axis: indexed by a loop of the rows (dropped in the slice)
+    std::size_t lane_axis = 0;
+    std::int64_t slice_cells = 0;  // kept cells × kLaneWidth
+    std::int64_t slice_bytes = 0;
+  };
+
+  const Node& node_at(int i) const { return plan_.placed.nodes[static_cast<std::size_t>(i)]; }
+  bool private_tile(int i) const { return private_nodes_.count(i) > 0; }
+
+  // Per statement run in lanes, the row-private nodes of its chain up to the band's end whose
+  // slices fit the stack limit together (first come first served), and only where a slice is
+  // smaller than the buffer. Decided before any code is emitted: position() and run() skip their
+  // buffers.
+  void plan_private_tiles() {
+    for (std::size_t p = 0; p < plan_.top.size(); ++p) {
+      if (plan_.replayed[p]) continue;
+      const std::optional<LanePlan> lp = lane_plan(*plan_.top[p]);
+      if (!lp) continue;
+      const std::vector<const Stmt*> rows(lp->chain.begin(), lp->chain.begin() + static_cast<std::ptrdiff_t>(lp->first + lp->band.size()));
+      const std::size_t lane_row = static_cast<std::size_t>(std::find(rows.begin(), rows.end(), lp->lane) - rows.begin());
+      std::int64_t budget = opts_.stack_limit;
+      std::vector<PrivateTile> tiles;
+      for (const codegen::RowPrivateNode& r : codegen::row_private_nodes(plan_, static_cast<int>(p), rows)) {
+        const Node& n = node_at(r.node);
+        if (stack_buffer(r.node)) continue;
+        PrivateTile t;
+        t.node = r.node;
+        t.row.assign(n.dims.size(), false);
+        for (std::size_t a : r.axis) t.row[a] = true;
+        t.lane_axis = r.axis[lane_row];
+        t.slice_cells = kLaneWidth;
+        for (std::size_t a = 0; a < n.dims.size(); ++a)
+          if (!t.row[a]) t.slice_cells = saturating_mul(t.slice_cells, n.dims[a]);
+        t.slice_bytes = saturating_mul(t.slice_cells, em_.node_bytes(n) / std::max<std::int64_t>(n.cell_count(), 1));
+        if (t.slice_bytes >= em_.node_bytes(n) || t.slice_bytes > budget) continue;
+        budget -= t.slice_bytes;
+        private_nodes_.insert(r.node);
+        tiles.push_back(std::move(t));
+      }
+      if (!tiles.empty()) private_tiles_[static_cast<int>(p)] = std::move(tiles);
+    }
+  }
+
+  // Declares and zeroes the statement's slices at the top of a lane block and points the emitter
+  // at them.
+  void open_private_tiles(const std::vector<PrivateTile>& tiles, const LanePlan& lp) {
+    for (const PrivateTile& t : tiles) {
+      const Node& n = node_at(t.node);
+      const std::string b = em_.buffer(n.name);
+      em_.line(fmt::format("{} {}[{}] __attribute__((aligned(64)));  /* row-private slice of '{}' */",
+                           codegen::stype(n.prec), b, t.slice_cells, sanitize_comment(n.name)));
+      em_.line(fmt::format("memset({0}, 0, sizeof {0});", b));
+      codegen::Emitter::PrivateSlice slice;
+      slice.row = t.row;
+      slice.lane_axis = t.lane_axis;
+      slice.origin = Aff{{{lane_block_, kLaneWidth}}, lp.lane->from};
+      slice.width = kLaneWidth;
+      em_.privatize(n.name, std::move(slice));
+    }
+  }
+
+  // The bytes a statement's slices hold at once: one set per thread running the band.
+  std::string private_bytes(int p) const {
+    std::int64_t bytes = 0;
+    for (const PrivateTile& t : private_tiles_.at(p)) bytes += t.slice_bytes;
+    const std::optional<LanePlan> lp = lane_plan(*plan_.top[static_cast<std::size_t>(p)]);
+    return lp && lp->parallel ? fmt::format("{}LL * (int64_t)fpx_nt", bytes) : fmt::format("{}LL", bytes);
   }
 
   struct LaneCtx {
@@ -2263,6 +2382,8 @@ class CGenerator {
   Emitter em_;
   std::string lane_block_;                    // the current lane block's loop variable
   std::optional<LaneCtx> lane_;               // inside lane_band
+  std::map<int, std::vector<PrivateTile>> private_tiles_;  // per position (plan_private_tiles)
+  std::set<int> private_nodes_;                             // the nodes kept in them
   std::vector<LaneLocal> lane_locals_;        // lane locals in scope, in declaration order
   std::vector<bool> lane_simd_;               // open lane loops: simd (with gathers hoisted)?
   std::vector<std::string> held_;             // output held while a lane loop's body is emitted

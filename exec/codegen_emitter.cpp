@@ -161,6 +161,8 @@ Aff Emitter::index_aff(const Index& idx) const {
 Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
   FP_INTERNAL_CHECK(indices.size() == n.dims.size(), "node '{}' accessed with {} indices", n.name,
                     indices.size());
+  auto priv = private_.find(n.name);
+  if (priv != private_.end()) return private_offset(n, indices, priv->second);
   Aff flat;
   std::int64_t stride = 1;
   for (std::size_t k = n.dims.size(); k-- > 0;) {
@@ -169,6 +171,25 @@ Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
     for (const auto& [var, c] : a.terms) flat.terms[var] += c * stride;
     stride *= n.dims[k];
   }
+  return flat;
+}
+
+// The lane's cell in a private slice: the lane axis's index minus the block's origin (the lane,
+// stride 1), then the kept axes innermost first, strides ×width. Zero terms dropped, so a slice
+// load has stride 1 along the lanes and nothing from the block variable.
+Aff Emitter::private_offset(const Node& n, const std::vector<Index>& indices, const PrivateSlice& p) const {
+  Aff flat = index_aff(indices[p.lane_axis]);
+  flat.off -= p.origin.off;
+  for (const auto& [var, c] : p.origin.terms) flat.terms[var] -= c;
+  std::int64_t stride = p.width;
+  for (std::size_t k = n.dims.size(); k-- > 0;) {
+    if (p.row[k]) continue;
+    Aff a = index_aff(indices[k]);
+    flat.off += a.off * stride;
+    for (const auto& [var, c] : a.terms) flat.terms[var] += c * stride;
+    stride *= n.dims[k];
+  }
+  for (auto it = flat.terms.begin(); it != flat.terms.end();) it = it->second == 0 ? flat.terms.erase(it) : std::next(it);
   return flat;
 }
 

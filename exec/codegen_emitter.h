@@ -69,6 +69,17 @@ class Emitter {
   Aff index_aff(const Index& idx) const;
   // Flat cell offset of node[indices] under the current bindings.
   Aff offset(const Node& n, const std::vector<Index>& indices) const;
+  // A row-private node (exec/row_private.h) held, while privatized, in a private slice of
+  // `width` lanes: its row axes (`row[k]`) dropped, its lane axis at index − `origin` (the lane,
+  // 0 ≤ lane < width) with stride 1, its other axes in order after it (strides ×width).
+  struct PrivateSlice {
+    std::vector<bool> row;
+    std::size_t lane_axis = 0;
+    Aff origin;
+    std::int64_t width = 16;
+  };
+  void privatize(const std::string& node, PrivateSlice slice) { private_[node] = std::move(slice); }
+  void unprivatize(const std::string& node) { private_.erase(node); }
 
   // Local scopes.
   void push_scope() { scopes_.emplace_back(); }
@@ -149,6 +160,7 @@ class Emitter {
     Prec prec;
   };
   const LocalVar& find_local(const std::string& name) const;
+  Aff private_offset(const Node& n, const std::vector<Index>& indices, const PrivateSlice& p) const;
   std::string replay(const Node& n, const std::vector<Index>& read);
   std::string unary(const Expr& e);
   std::string binary(const Expr& e);
@@ -163,6 +175,7 @@ class Emitter {
   std::vector<std::map<std::string, LocalVar>> scopes_;
   std::map<std::string, std::string> subst_;
   std::map<std::string, std::string> pinned_;  // pin_node
+  std::map<std::string, PrivateSlice> private_;  // privatize
   std::int64_t symbol_bound_ = -1;  // fits_i32: the largest |symbol value|, computed once
   std::map<const Expr*, std::string> expr_subst_;
   struct Hoist {
