@@ -1075,6 +1075,71 @@ TEST(ExecC, MeasuredPeakEqualsTheMemoryReport) {
   }
 }
 
+// Row-private tiles (exec/row_private.h): the fold's and the fused backward's tiles live in one
+// stack slice per lane block instead of a [cells, rows] buffer. Bitwise on one and two threads
+// (f32, f64, bf16; a tail block, a causal skip); the slices are accounted at their declared size
+// per thread, so the forward's measured peak is the report's with each tile's buffer replaced by
+// its slices.
+struct PrivateSlices {
+  std::map<std::string, std::int64_t> bytes;  // node -> one slice's bytes
+  std::int64_t total = 0;
+};
+PrivateSlices private_slices(const std::string& source) {
+  static const std::regex decl(R"((\w+) \w+\[(\d+)\] __attribute__\(\(aligned\(64\)\)\);  /\* row-private slice of '([^']+)' \*/)");
+  PrivateSlices out;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), decl); it != std::sregex_iterator(); ++it) {
+    const std::string type = (*it)[1];
+    const std::int64_t cell = type == "double" ? 8 : type == "float" ? 4 : 2;
+    const std::int64_t b = std::stoll((*it)[2]) * cell;
+    if (out.bytes.emplace((*it)[3], b).second) out.total += b;
+  }
+  return out;
+}
+
+TEST(ExecC, RowPrivateTilesLiveOnTheStackAndStayBitwise) {
+  std::vector<Routine> rs;
+  Config all;
+  all.set("online_softmax", "true");
+  all.set("online_softmax_backward", "true");
+  all.set("online_softmax_block", "16");
+  for (Prec p : {Prec::F32, Prec::F64, Prec::BF16}) {
+    AttentionSpec s = spec(p, p == Prec::F64 ? "none" : "causal", 37, 45);
+    s.d = 8;
+    s.e = 6;
+    rs.push_back(run_tier(build_attention(s), all).routine);
+    s.train = true;
+    rs.push_back(run_tier(build_attention(s), all).routine);
+  }
+  for (int threads : {1, 2}) {
+    ExecOptions o = test_options();
+    o.threads = threads;
+    auto progs = compile_c_batch(rs, o);
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      SCOPED_TRACE(fmt::format("routine {} threads {}", i, threads));
+      const PrivateSlices slices = private_slices(progs[i]->source());
+      EXPECT_GE(slices.bytes.size(), i % 2 == 0 ? 3u : 4u);  // the fold's tiles, the backward's too
+      const TensorMap in = random_inputs(rs[i], 5 + i);
+      EXPECT_TRUE(bitwise_equal(interpret(rs[i], in), progs[i]->run(in)));
+      const Routine placed = place(rs[i], o.placement).routine;
+      const MemoryReport m = memory_report(placed);
+      const std::int64_t measured = progs[i]->last_stats().peak_bytes;
+      EXPECT_LT(measured, m.peak_bytes);
+      if (i % 2 == 1) continue;
+      // Forward: every buffer is live in the fold, so the peak is the report's with each tile's
+      // buffer replaced by one slice per thread.
+      std::int64_t buffers = 0;
+      for (const auto& [name, b] : slices.bytes) {
+        const Node* n = nullptr;
+        for (const Node& x : placed.nodes)
+          if (x.name == name) n = &x;
+        ASSERT_NE(n, nullptr) << name;
+        buffers += n->cell_count() * (n->prec == Prec::F64 ? 8 : n->prec == Prec::F16 || n->prec == Prec::BF16 ? 2 : 4);
+      }
+      EXPECT_EQ(measured, m.peak_bytes - buffers + threads * slices.total) << format_memory_report(m);
+    }
+  }
+}
+
 TEST(ExecC, RandomRoutinesAgreeBitwise) {
   // 40 random well-formed routines (every op and precision, virtual and local modes, dead loops,
   // scans, guards, special constants), one compiler run. FLASHPROOF_EXEC_RANDOM_COUNT=N runs N.
