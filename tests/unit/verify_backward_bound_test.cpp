@@ -1,0 +1,285 @@
+// The fused backward's per-cell bound (verify/bounds/backward_bound.h, docs/bounds.md §8) against
+// the interpreter: the composed training step and its rewrite with only the fused backward (the
+// pair verify checks the application on), every cell of dQ and dK within the bound evaluated from
+// the source's values, over adversarial input families — cancelling score gradients (equal value
+// rows), peaked and near-zero probabilities, large dO, magnitudes over six decades, subnormal
+// products, fully masked rows (NaN positions compared). A planted mutant of the fused form leaves
+// the bound, so the check can fail. FLASHPROOF_BACKWARD_BOUND_ROWS=N checks about N query rows per
+// configuration (default 1280; the closing runs used 10⁴).
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "core/interpreter.h"
+#include "core/numerics.h"
+#include "core/random_inputs.h"
+#include "frontend/attention.h"
+#include "rewrites/config.h"
+#include "rewrites/online_softmax/fused_backward.h"
+#include "rewrites/tier.h"
+#include "verify/bounds/backward_bound.h"
+
+namespace fp {
+namespace {
+
+using verify::BackwardPairBounds;
+using verify::BackwardRow;
+
+struct Family {
+  std::string name;
+  std::function<void(TensorMap&, SplitMix64&, Prec)> shape;
+};
+
+double& at(Tensor& t, std::int64_t i) {
+  return t.data[static_cast<std::size_t>(i)];
+}
+
+void scale_all(Tensor& t, double c, Prec p) {
+  for (double& x : t.data) x = round_to(p, x * c);
+}
+
+std::vector<Family> families() {
+  return {
+      {"uniform", [](TensorMap&, SplitMix64&, Prec) {}},
+      {"peaked", [](TensorMap& in, SplitMix64&, Prec p) { scale_all(in.at("q"), 8, p); }},
+      {"near-zero-p", [](TensorMap& in, SplitMix64&, Prec p) { scale_all(in.at("q"), 40, p); }},
+      {"large-dO", [](TensorMap& in, SplitMix64&, Prec p) { scale_all(in.at("dout"), 100, p); }},
+      {"cancelling",
+       [](TensorMap& in, SplitMix64&, Prec) {
+         // Every value row equal: dP_t is the same for every key, so every score gradient cancels.
+         Tensor& v = in.at("v");
+         const std::int64_t e = v.dims.back(), rows = v.size() / e;
+         for (std::int64_t r = 1; r < rows; ++r)
+           for (std::int64_t c = 0; c < e; ++c) at(v, r * e + c) = at(v, c);
+       }},
+      {"six-decades",
+       [](TensorMap& in, SplitMix64& g, Prec p) {
+         for (double& x : in.at("v").data) x = round_to(p, x * std::pow(10.0, 6 * g.unit() - 3));
+       }},
+      {"subnormal-products",
+       [](TensorMap& in, SplitMix64&, Prec p) { scale_all(in.at("dout"), min_normal(p) * 4, p); }},
+      {"small-integers", [](TensorMap& in, SplitMix64& g, Prec) {
+         for (const char* n : {"q", "k", "v", "dout"})
+           for (double& x : in.at(n).data) x = static_cast<double>(g.range(-2, 2));
+       }},
+  };
+}
+
+struct BoundSetup {
+  std::string name;
+  AttentionSpec spec;
+};
+
+// The pair the backward application is checked on (the tier applies it to the composed step,
+// before any forward shape): the composed step, and the same step with only the fused backward.
+std::pair<Routine, Routine> backward_pair(const BoundSetup& s) {
+  const Routine src = build_attention(s.spec);
+  Config c;
+  c.set("online_softmax", "true");
+  c.set("online_softmax_backward", "true");
+  TierOptions only;
+  only.only = {osm::kFusedBackwardId};
+  RewriteResult r = run_tier(src, c, only);
+  EXPECT_EQ(r.applications.size(), 1u) << s.name;
+  return {src, r.routine};
+}
+
+Routine with_outputs(Routine r, const std::vector<std::string>& names) {
+  for (Node& n : r.nodes)
+    for (const auto& name : names)
+      if (n.name == name) n.is_output = true;
+  return r;
+}
+
+struct Tally {
+  int rows = 0, nan_rows = 0, masked_rows = 0, cells = 0, violations = 0;
+  double worst = 0;
+  std::string worst_where, first_violation;
+};
+
+// Every dQ and dK cell of one input: within the bound, or NaN on both sides where the source's
+// row is outside the bound's hypotheses.
+void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, const AttentionSpec& s,
+                 const std::string& where, Tally& tally) {
+  const TensorMap a = interpret(with_outputs(src, {"exps", "row_sum", "grad_probs", "o", "grad_scores"}), in);
+  const TensorMap b = interpret(tgt, in);
+  const Prec p = s.precision;
+  const std::int64_t sq = s.sq, sk = s.sk, d = s.d, E = s.e;
+  const double c = round_to(p, *s.scale);
+  std::vector<BackwardPairBounds> rows(static_cast<std::size_t>(sq));
+  for (std::int64_t i = 0; i < sq; ++i) {
+    BackwardRow row;
+    for (std::int64_t t = 0; t < sk; ++t) {
+      row.e.push_back(a.at("exps").data[static_cast<std::size_t>(i * sk + t)]);
+      row.dp.push_back(a.at("grad_probs").data[static_cast<std::size_t>(i * sk + t)]);
+    }
+    row.l = a.at("row_sum").data[static_cast<std::size_t>(i)];
+    for (std::int64_t e = 0; e < E; ++e) {
+      row.o.push_back(a.at("o").data[static_cast<std::size_t>(i * E + e)]);
+      row.dout.push_back(in.at("dout").data[static_cast<std::size_t>(i * E + e)]);
+    }
+    BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
+    pb = verify::backward_pair_bounds(row, p);
+    ++tally.rows;
+    if (!pb.finite) {
+      // Outside the bound's hypotheses (a fully masked row under a -inf fill: l is NaN). If every
+      // score gradient of the row is exactly 0 in the source (the mask's where), the row adds
+      // nothing to the contractions: its terms are 0, so the target must add exactly nothing too.
+      bool zero = true;
+      for (std::int64_t t = 0; t < sk; ++t) zero = zero && a.at("grad_scores").data[static_cast<std::size_t>(i * sk + t)] == 0;
+      if (zero) {
+        pb.finite = true;
+        pb.composed.assign(static_cast<std::size_t>(sk), 0.0);
+        pb.fused = pb.magnitude = pb.composed;
+        ++tally.masked_rows;
+      } else {
+        ++tally.nan_rows;
+      }
+    }
+  }
+  auto check_cell = [&](const char* node, std::int64_t idx, double bound, bool finite, const std::string& cell) {
+    const double x = a.at(node).data[static_cast<std::size_t>(idx)];
+    const double y = b.at(node).data[static_cast<std::size_t>(idx)];
+    ++tally.cells;
+    bool ok;
+    double ratio = 0;
+    if (std::isnan(x) || std::isnan(y)) {
+      ok = std::isnan(x) && std::isnan(y);  // NaN positions identical
+    } else if (x == y) {
+      ok = true;
+    } else if (!finite) {
+      ok = false;  // a row outside the hypotheses must give the same value
+    } else {
+      const double diff = std::nextafter(std::fabs(x - y), INFINITY);  // rounded up
+      ok = diff <= bound;
+      ratio = std::fabs(x - y) / bound;
+    }
+    if (ratio > tally.worst) {
+      tally.worst = ratio;
+      tally.worst_where = where + " " + cell;
+    }
+    if (!ok) {
+      if (tally.violations++ == 0)
+        tally.first_violation = fmt::format("{} {}: source {:a}, target {:a}, bound {:g}", where, cell, x, y, bound);
+    }
+  };
+  // dQ[i, dd] = Σ_t gs[i, t]·k[t, dd] over the keys.
+  for (std::int64_t i = 0; i < sq; ++i) {
+    const BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
+    std::vector<double> terms;
+    if (pb.finite)
+      for (std::int64_t t = 0; t < sk; ++t) terms.push_back(verify::backward_pair_term(pb, static_cast<std::size_t>(t), c, sk, p));
+    for (std::int64_t dd = 0; dd < d; ++dd) {
+      double bound = 0;
+      if (pb.finite) {
+        std::vector<double> col;
+        for (std::int64_t t = 0; t < sk; ++t) col.push_back(in.at("k").data[static_cast<std::size_t>(t * d + dd)]);
+        bound = verify::backward_contraction_bound(terms, col, p);
+      }
+      check_cell("grad_q", i * d + dd, bound, pb.finite, fmt::format("dQ[{}, {}]", i, dd));
+    }
+  }
+  // dK[t, dd] = Σ_i q[i, dd]·gs[i, t] over the query rows, each with its own pair bounds.
+  for (std::int64_t t = 0; t < sk; ++t) {
+    std::vector<double> terms;
+    bool finite = true;
+    for (std::int64_t i = 0; i < sq; ++i) {
+      const BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
+      finite = finite && pb.finite;
+      terms.push_back(pb.finite ? verify::backward_pair_term(pb, static_cast<std::size_t>(t), c, sq, p) : 0);
+    }
+    for (std::int64_t dd = 0; dd < d; ++dd) {
+      double bound = 0;
+      if (finite) {
+        std::vector<double> col;
+        for (std::int64_t i = 0; i < sq; ++i) col.push_back(in.at("q").data[static_cast<std::size_t>(i * d + dd)]);
+        bound = verify::backward_contraction_bound(terms, col, p);
+      }
+      check_cell("grad_k", t * d + dd, bound, finite, fmt::format("dK[{}, {}]", t, dd));
+    }
+  }
+}
+
+int rows_wanted() {
+  if (const char* env = std::getenv("FLASHPROOF_BACKWARD_BOUND_ROWS")) return std::max(1, std::atoi(env));
+  return 1280;
+}
+
+Tally run_setup(const BoundSetup& s, const std::pair<Routine, Routine>& pair, int rows) {
+  Tally tally;
+  const auto fams = families();
+  const int inputs = std::max<int>(static_cast<int>(fams.size()), rows / static_cast<int>(s.spec.sq));
+  for (int k = 0; k < inputs; ++k) {
+    const Family& f = fams[static_cast<std::size_t>(k) % fams.size()];
+    TensorMap in = random_inputs(pair.first, 1000 + static_cast<std::uint64_t>(k));
+    SplitMix64 g(77 + static_cast<std::uint64_t>(k));
+    f.shape(in, g, s.spec.precision);
+    check_input(pair.first, pair.second, in, s.spec, fmt::format("{} input {} ({})", s.name, k, f.name), tally);
+  }
+  return tally;
+}
+
+AttentionSpec train_spec(Prec p, const std::string& mask, std::int64_t sq, std::int64_t sk) {
+  AttentionSpec s;
+  s.sq = sq;
+  s.sk = sk;
+  s.d = 8;
+  s.e = 12;
+  s.scale = 0.3;
+  s.mask = mask;
+  s.precision = p;
+  s.train = true;
+  return s;
+}
+
+TEST(BackwardBound, EveryGradientCellIsWithinTheBound) {
+  const std::vector<BoundSetup> setups = {
+      {"f32 none 16x24", train_spec(Prec::F32, "none", 16, 24)},
+      {"f32 causal 16x12 (fully masked rows)", train_spec(Prec::F32, "causal", 16, 12)},
+      {"f32 causal 16x24", train_spec(Prec::F32, "causal", 16, 24)},
+      {"f16 none 16x10", train_spec(Prec::F16, "none", 16, 10)},
+      {"f64 none 16x20", train_spec(Prec::F64, "none", 16, 20)},
+      {"bf16 padding:3 16x10", train_spec(Prec::BF16, "padding:3", 16, 10)},
+  };
+  const int rows = rows_wanted();
+  for (const BoundSetup& s : setups) {
+    SCOPED_TRACE(s.name);
+    const auto pair = backward_pair(s);
+    const Tally t = run_setup(s, pair, rows);
+    EXPECT_EQ(t.violations, 0) << t.first_violation;
+    EXPECT_GE(t.rows, rows);
+    std::printf("[ bound    ] %s: %d rows (%d fully masked, %d others outside the hypotheses: NaN compared), %d cells, "
+                "%d violations, tightness %.3g at %s\n",
+                s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells, t.violations, t.worst, t.worst_where.c_str());
+  }
+}
+
+// The same check fails for a fused form that computes something else: D from the wrong row.
+TEST(BackwardBound, APlantedMutantLeavesTheBound) {
+  const BoundSetup s{"f32 none 8x12", train_spec(Prec::F32, "none", 8, 12)};
+  auto pair = backward_pair(s);
+  // Scale the row dot D by 1 + 2^-10 in the target: a perturbation far above rounding.
+  bool planted = false;
+  std::function<StmtP(const StmtP&)> plant = [&](const StmtP& st) -> StmtP {
+    if (!st) return st;
+    auto out = std::make_shared<Stmt>(*st);
+    if (out->kind == StmtKind::Set && out->name.find("rowdot") != std::string::npos && !planted) {
+      out->value = binary(BinOp::Mul, out->value, constant(1 + std::ldexp(1.0, -10), out->value->prec), out->value->prec);
+      planted = true;
+    }
+    for (auto& b : out->body) b = plant(b);
+    return out;
+  };
+  pair.second.body = plant(pair.second.body);
+  ASSERT_TRUE(planted);
+  Tally t = run_setup(s, pair, 64);
+  EXPECT_GT(t.violations, 0);
+}
+
+}  // namespace
+}  // namespace fp

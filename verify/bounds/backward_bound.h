@@ -1,0 +1,58 @@
+#pragma once
+// The fused backward's dQ and dK against the composed ones (docs/bounds.md §8), evaluated per
+// cell from the source's values: a rigorous a-posteriori bound, every operation of both forms
+// under the rounding model fl(a op b) = (a op b)(1 + δ) + η' (|δ| <= u; |η'| <= ω, half the
+// smallest subnormal, for products and quotients only; sums are exact below the normal range),
+// no overflow. Both forms share, bit for bit, the forward's e_t (exps, <= 1), l (row_sum, >= 1),
+// O and the backward's dP_t (= Σ_e dO_e·v_te) and p_t = fl(e_t / l); they differ in the score
+// gradient before the mask and the scale:
+//   composed  ng_t = fl(fl(fl(dP_t / l) + lg)·e_t),  lg = Σ_t fl(dP_t·fl(-e_t / fl(l·l))),
+//   fused     ds_t = fl(p_t·fl(dP_t - D)),           D  = Σ_e fl(dO_e·O_e),
+// both sums left to right from 0. Against g*_t = P*_t·(dP_t - D*), P*_t = e_t / l and
+// D* = Σ_t P*_t·dP_t (exact reals of the shared values), with A_t = |dP_t|, Σ_A = Σ_t P*_t·A_t,
+// N_A = Σ_t A_t, D_x = Σ_e dO_e·O_e (exact), κ_D = |D_x - D*| and W = Σ_e |dO_e·O_e|:
+//   |ng_t - g*_t| <= Ec_t = P*_t(γ_3·A_t + γ_{n+4}·Σ_A) + (1 + γ_2)(ω + U) + ω,
+//                         U = (1 + γ_{n-1})·ω·((1 + u)·N_A + n),
+//   |ds_t - g*_t| <= Ef_t = P*_t(γ_3·(A_t + |D_x| + ε_D) + κ_D + ε_D) + (1 + γ_2)·ω·(A_t + |D_x| + ε_D) + ω,
+//                         ε_D = γ_E·W + (1 + γ_{E-1})·E·ω,
+//   |g*_t| <= G_t = P*_t·(A_t + Σ_A).
+// After the mask (the same where on both sides) and the scale c (one product on both sides), a
+// contraction of the pair's values against an operand column x (k for dQ over the keys, q for dK
+// over the query rows, m terms, left to right from 0, the same order on both sides) differs by at
+// most
+//   Σ_t |x_t|·T_t + 2m·ω·(1 + γ_{m-1}),
+//   T_t = |c|(Ec_t + Ef_t)(1 + u) + 2u|c|·G_t + 2ω + γ_m·(|c|(2G_t + Ec_t + Ef_t)(1 + u) + 2ω).
+// Every quantity is computed with MPFR, the sums of products exactly and everything else rounded
+// up, so an evaluated bound is never below the formula's value.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/ir.h"
+
+namespace fp::verify {
+
+// One query row's shared values (values of the routine's precision held in doubles).
+struct BackwardRow {
+  std::vector<double> e, dp;   // per key t: exps, dP (grad_probs)
+  double l = 0;                // row_sum
+  std::vector<double> o, dout; // per value column e: the forward's O, dO
+};
+
+// Per key t of a row: Ec_t, Ef_t and G_t above (rounded up). `finite` false when a value of the
+// row is not finite or l < 1 or some e_t > 1 (outside the bound's hypotheses: NaN rows are
+// compared by position instead).
+struct BackwardPairBounds {
+  bool finite = true;
+  std::vector<double> composed, fused, magnitude;
+};
+BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p);
+
+// T_t above for the pairs of one contraction cell: `pairs[i]` the bounds of the i-th summed pair,
+// `scale` the chain's constant c, `terms` m (the contraction's length).
+double backward_pair_term(const BackwardPairBounds& pairs, std::size_t t, double scale, std::int64_t terms, Prec p);
+
+// The cell bound Σ_i |x_i|·T_i + 2m·ω·(1 + γ_{m-1}) (T_i from backward_pair_term), rounded up.
+double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand, Prec p);
+
+}  // namespace fp::verify
