@@ -24,7 +24,7 @@ std::vector<Checker> product_checkers() {
       online_normalizer_bound_checker(),
       block_fold_sum_bound_checker(),
       block_fold_output_bound_checker(),
-      fused_backward_shadow_checker(),
+      fused_backward_bound_checker(),
   };
 }
 

@@ -16,8 +16,10 @@
 //   certified-bound.block-fold-output   the block fold's O against the composed (p / l)·v per cell,
 //                                       relative to Σ(|p| + κ)|v|: its recurrence by term identity,
 //                                       its induction for every (n, b), MPFR rows (docs/bounds.md §7)
-//   real-shadow.fused-backward          the fused backward's dQ / dK: never proved (no certified bound
-//                                       yet); refuted when the pair's f64 shadows differ beyond 1e-8
+//   certified-bound.fused-backward      the fused backward's dQ / dK per cell within docs/bounds.md §8:
+//                                       term identity with the fused form, the bound confirmed on
+//                                       adversarial inputs; else refuted when the pair's f64 shadows
+//                                       differ beyond 1e-8, or unknown
 //   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
 //                                       composed sum: recurrence proof, certified bound,
 //                                       downstream bounds (normalizer_check.h, docs/bounds.md)

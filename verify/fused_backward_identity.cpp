@@ -278,7 +278,7 @@ BackwardIdentity fused_backward_identity(const Routine& src, const Routine& tgt,
       out.cells.push_back(std::move(cell));
     }
     return fmt::format(
-        "(i) identity [proved]: every cell of {} ({} cells, {} products, {} of them 0 on both sides) sums, on both "
+        "every cell of {} ({} cells, {} products, {} of them 0 on both sides) sums, on both "
         "sides in the same order, the same operands times the same chain of links over the score gradient: the "
         "composed (dP / l + Σ dP·(−e / l²))·e in the source, p·(dP − Σ dO·O) in the target, from the source's p, dP "
         "and O",

@@ -244,17 +244,17 @@ Member online_softmax_member() {
                            "relative to sum (|p| + kappa)*|v| (docs/bounds.md §7)"}},
                 osm::block_fold_mutants},
       ShapeInfo{osm::kFusedBackwardId,
-                "exact (dV), bounded (dQ, dK: no certified bound yet, never proved)",
+                "exact (dV), bounded (dQ, dK: the fused backward's certified bound per cell, docs/bounds.md §8)",
                 "with online_softmax_backward on, a training step's composed softmax backward becomes a per-row "
                 "D = sum(dO*O) and three nests (over the query rows into dQ, over the keys into dK and dV) "
                 "recomputing p, dp and ds = chain(p*(dp - D)) per pair (in blocks of up to 64, in tiles, where the chain allows): "
                 "no [seq, seq] gradient buffer",
                 {ClaimSpec{"backward-dv", ObligationKind::Exact, "bitwise",
                            "dV receives the composed products p*dO in the same order, p recomputed bit for bit"},
-                 ClaimSpec{"backward-dq", ObligationKind::Bounded, "real-shadow.fused-backward",
-                           "dQ is the composed gradient within rounding; no certified bound yet: never proved, refuted when it computes another function"},
-                 ClaimSpec{"backward-dk", ObligationKind::Bounded, "real-shadow.fused-backward",
-                           "dK is the composed gradient within rounding; no certified bound yet: never proved, refuted when it computes another function"}},
+                 ClaimSpec{"backward-dq", ObligationKind::Bounded, "certified-bound.fused-backward",
+                           "dQ is the composed gradient within the fused backward's bound per cell (docs/bounds.md §8); refuted when it computes another function"},
+                 ClaimSpec{"backward-dk", ObligationKind::Bounded, "certified-bound.fused-backward",
+                           "dK is the composed gradient within the fused backward's bound per cell (docs/bounds.md §8); refuted when it computes another function"}},
                 osm::fused_backward_mutants},
   };
   m.apply = rewrite_online_softmax;

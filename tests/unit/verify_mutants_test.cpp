@@ -112,9 +112,9 @@ TEST(VerifyMutants, ValuePassMutantsAreRefuted) {
 // with their induction proved.
 // The fused backward of a causal training step (sq = sk = 4, the blocked form; the mask's fill a
 // finite -2, so that a masked cell's p is not 0 and the mask's where in ds matters): the unmutated
-// target's dV is exact and its dQ / dK unknown (no certified bound yet: never proved); every
-// declared mutant is refuted — through dV's bitwise check or through dQ / dK's f64 shadows
-// computing another function.
+// target's dV is exact and its dQ / dK bounded (term identity with the fused form, the bound of
+// docs/bounds.md §8 confirmed); every declared mutant is refuted — through dV's bitwise check or
+// through dQ / dK's f64 shadows computing another function.
 TEST(VerifyMutants, FusedBackwardMutantsAreRefuted) {
   AttentionSpec s;
   s.sq = 4;
@@ -134,8 +134,9 @@ TEST(VerifyMutants, FusedBackwardMutantsAreRefuted) {
   EXPECT_EQ(discharge(pair[0], o).kind, VerdictKind::Exact) << "backward-dv on the unmutated target";
   for (int i : {1, 2}) {
     const Verdict v = discharge(pair[static_cast<std::size_t>(i)], o);
-    EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
-    EXPECT_NE(v.message.find("no certified bound"), std::string::npos) << v.message;
+    EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+    ASSERT_TRUE(v.bound.has_value());
+    EXPECT_LT(v.bound->worst_observed, 1.0);
   }
   expect_all_refuted(pair, declared_mutants(pair[0]), o, 10);
 }

@@ -12,6 +12,6 @@ Checker normalizer_max_lift_checker();
 Checker online_normalizer_bound_checker();
 Checker block_fold_sum_bound_checker();
 Checker block_fold_output_bound_checker();
-Checker fused_backward_shadow_checker();
+Checker fused_backward_bound_checker();
 
 }  // namespace fp::verify
