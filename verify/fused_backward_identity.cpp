@@ -227,6 +227,7 @@ BackwardPairTerms check_pair(TermP s_prod, TermP t_prod, const TermStore& store,
   if (cs.wheres != ct.wheres || cs.scale != ct.scale)
     fail("the links between the score gradient and the contraction differ between the two sides");
   pair.scale = cs.scale ? cs.scale->value : 1.0;
+  if (!std::isfinite(pair.scale)) fail("the chain's scale is not a finite constant");
   check_fused(ct.leaf, store, cx, pair);
   check_composed(cs.leaf, pair.e, pair.l, pair.dp, cx, pair);
   return pair;

@@ -71,6 +71,23 @@ inline AttentionSpec spec_of(const AttentionCase& c) {
   return s;
 }
 
+// One training step of batch 1 and 1 head (its cells are row-major [sq, sk], [sq, e], ...) with an
+// explicit scale: the fused backward's bound tests index it directly.
+inline AttentionSpec one_head_training_step(Prec p, const std::string& mask, std::int64_t sq, std::int64_t sk,
+                                            std::int64_t d, std::int64_t e, const std::string& fill = "-inf") {
+  AttentionSpec s;
+  s.sq = sq;
+  s.sk = sk;
+  s.d = d;
+  s.e = e;
+  s.scale = 0.3;
+  s.mask = mask;
+  s.mask_fill = fill;
+  s.precision = p;
+  s.train = true;
+  return s;
+}
+
 inline std::string case_name(const AttentionCase& c) {
   return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) +
          " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) + (c.train ? " train" : "") +

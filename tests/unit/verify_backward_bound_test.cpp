@@ -19,6 +19,7 @@
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "frontend/attention.h"
+#include "online_softmax_fixtures.h"
 #include "rewrites/config.h"
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/tier.h"
@@ -225,16 +226,7 @@ Tally run_setup(const BoundSetup& s, const std::pair<Routine, Routine>& pair, in
 }
 
 AttentionSpec train_spec(Prec p, const std::string& mask, std::int64_t sq, std::int64_t sk) {
-  AttentionSpec s;
-  s.sq = sq;
-  s.sk = sk;
-  s.d = 8;
-  s.e = 12;
-  s.scale = 0.3;
-  s.mask = mask;
-  s.precision = p;
-  s.train = true;
-  return s;
+  return ostest::one_head_training_step(p, mask, sq, sk, 8, 12);
 }
 
 TEST(BackwardBound, EveryGradientCellIsWithinTheBound) {

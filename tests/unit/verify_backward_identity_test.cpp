@@ -9,6 +9,7 @@
 #include "core/checker.h"
 #include "core/random_inputs.h"
 #include "frontend/attention.h"
+#include "online_softmax_fixtures.h"
 #include "rewrites/application.h"
 #include "rewrites/config.h"
 #include "rewrites/online_softmax/fused_backward.h"
@@ -48,16 +49,7 @@ BackwardRoles roles(const Application& app, const std::string& x) {
 }
 
 AttentionSpec spec(const std::string& mask, std::int64_t sq, std::int64_t sk, const std::string& fill = "-inf") {
-  AttentionSpec s;
-  s.sq = sq;
-  s.sk = sk;
-  s.d = 3;
-  s.e = 4;
-  s.scale = 0.3;
-  s.mask = mask;
-  s.mask_fill = fill;
-  s.train = true;
-  return s;
+  return ostest::one_head_training_step(Prec::F32, mask, sq, sk, 3, 4, fill);
 }
 
 // Every cell within its bound on `seeds` random inputs; returns the worst |Δ| / bound.
