@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 
 #include "verify/bounds/backward_bound.h"
+#include "verify/bounds/bound_formula.h"
 #include "verify/phase_clock.h"
 #include "verify/symbolic/symexec.h"
 
@@ -27,11 +29,26 @@ bool is_zero(TermP t) {
   return t->op == TermOp::Const && t->value == 0;
 }
 
-// A left-to-right sum from 0: acc_k = acc_{k-1} + y_k, acc_0 the constant 0. The y's in order.
-std::vector<TermP> summands(TermP t, const std::string& what) {
+// q is p or carried wider: its rounding errors are within p's (u_q <= u_p, ω_q <= ω_p).
+bool within(Prec q, Prec p) {
+  return is_float(q) && unit_roundoff(q) <= unit_roundoff(p) && underflow_error(q) <= underflow_error(p);
+}
+
+// A conversion that widens a value exactly (to a precision that holds every value of the source's).
+TermP strip_widening(TermP t) {
+  while (t->op == TermOp::Cvt && is_float(t->args[0]->prec) &&
+         significand_bits(t->prec) >= significand_bits(t->args[0]->prec) && within(t->prec, t->args[0]->prec))
+    t = t->args[0];
+  return t;
+}
+
+// A left-to-right sum from 0: acc_k = acc_{k-1} + y_k, acc_0 the constant 0, every addition at a
+// precision `ok` accepts. The y's in order.
+std::vector<TermP> summands(TermP t, const std::string& what, const std::function<bool(Prec)>& ok) {
   std::vector<TermP> out;
   while (!is_zero(t)) {
     if (t->op != TermOp::Add) fail(fmt::format("{} is not a sum from 0 (found {})", what, print_term(t, 3)));
+    if (!ok(t->prec)) fail(fmt::format("{} adds at {}", what, prec_name(t->prec)));
     out.push_back(t->args[1]);
     t = t->args[0];
   }
@@ -49,6 +66,7 @@ TermP strip_zero_adds(TermP t) {
 struct Chain {
   std::vector<std::pair<TermP, int>> wheres;
   TermP scale = nullptr;
+  Prec scale_prec = Prec::F32;  // the scale product's precision
   TermP leaf = nullptr;
 };
 Chain chain_of(TermP t) {
@@ -65,6 +83,7 @@ Chain chain_of(TermP t) {
         !(t->args[0]->op == TermOp::Const && t->args[1]->op == TermOp::Const)) {
       const bool first = t->args[0]->op == TermOp::Const;
       c.scale = t->args[first ? 0 : 1];
+      c.scale_prec = t->prec;
       t = t->args[first ? 1 : 0];
       continue;
     }
@@ -100,14 +119,16 @@ struct Context {
   const std::vector<TermP>* o = nullptr;      // source forward output
   std::unordered_map<TermP, std::int64_t> p_cell, dp_cell;
   std::string dout;
+  Prec prec = Prec::F32;  // the covered gradient's precision: the composed form runs at it throughout
+  bool at_p(Prec q) const { return q == prec; }
   std::map<std::int64_t, std::shared_ptr<const BackwardPairTerms::Pairs>> rows;  // memo: lg term id -> row
   std::map<std::int64_t, std::shared_ptr<const BackwardPairTerms::Pairs>> dots;  // memo: D term id -> dot
 };
 
 // The dO cells one dP reads: dP = Σ_e dO_e·v_e from 0, dO_e a variable of the dout node.
-std::vector<TermP> dout_cells_of(TermP dp, const TermStore& store, const std::string& dout) {
+std::vector<TermP> dout_cells_of(TermP dp, const TermStore& store, const std::string& dout, Prec p) {
   std::vector<TermP> out;
-  for (TermP y : summands(dp, "a probability gradient")) {
+  for (TermP y : summands(dp, "a probability gradient", [p](Prec q) { return q == p; })) {
     if (y->op != TermOp::Mul) fail("a probability gradient's summand is not a product");
     TermP v = nullptr;
     for (TermP a : {y->args[0], y->args[1]})
@@ -121,28 +142,30 @@ std::vector<TermP> dout_cells_of(TermP dp, const TermStore& store, const std::st
 // ng = (a + lg)·e on the source side; fills the pair's row.
 void check_composed(TermP ng, TermP e, TermP l, TermP dp, Context& cx, BackwardPairTerms& pair) {
   TermP eg = nullptr;
-  if (!split(ng, TermOp::Mul, e, eg)) fail("the source's score gradient is not a product with the pair's exponential");
+  if (!split(ng, TermOp::Mul, e, eg) || !cx.at_p(ng->prec))
+    fail("the source's score gradient is not a product with the pair's exponential at the gradient's precision");
   eg = strip_zero_adds(eg);
-  if (eg->op != TermOp::Add) fail("the source's exponential gradient is not a + lg");
+  if (eg->op != TermOp::Add || !cx.at_p(eg->prec)) fail("the source's exponential gradient is not a + lg");
   TermP a = strip_zero_adds(eg->args[0]), lg = eg->args[1];
   if (!(a->op == TermOp::Div && a->args[0] == dp && a->args[1] == l)) {
     a = strip_zero_adds(eg->args[1]);
     lg = eg->args[0];
   }
-  if (!(a->op == TermOp::Div && a->args[0] == dp && a->args[1] == l)) fail("the source's exponential gradient has no dP / l");
+  if (!(a->op == TermOp::Div && a->args[0] == dp && a->args[1] == l) || !cx.at_p(a->prec))
+    fail("the source's exponential gradient has no dP / l");
   auto memo = cx.rows.find(static_cast<std::int64_t>(lg->id));
   if (memo == cx.rows.end()) {
     BackwardPairTerms::Pairs row;
     std::set<std::int64_t> seen;
-    for (TermP y : summands(lg, "the source's sum gradient")) {
-      // dP_t·(−e_t / (l·l)), either order.
-      if (y->op != TermOp::Mul) fail("a summand of the sum gradient is not a product");
+    for (TermP y : summands(lg, "the source's sum gradient", [&](Prec q) { return cx.at_p(q); })) {
+      // dP_t·(−e_t / (l·l)), either order, at p.
+      if (y->op != TermOp::Mul || !cx.at_p(y->prec)) fail("a summand of the sum gradient is not a product at p");
       TermP d = y->args[0], w = y->args[1];
       if (!cx.dp_cell.count(d)) std::swap(d, w);
       auto dc = cx.dp_cell.find(d);
       if (dc == cx.dp_cell.end()) fail("a summand of the sum gradient reads no probability-gradient cell");
       if (!(w->op == TermOp::Div && w->args[0]->op == TermOp::Neg && w->args[1]->op == TermOp::Mul &&
-            w->args[1]->args[0] == l && w->args[1]->args[1] == l))
+            w->args[1]->args[0] == l && w->args[1]->args[1] == l && cx.at_p(w->prec) && cx.at_p(w->args[1]->prec)))
         fail("a summand of the sum gradient is not dP·(−e / (l·l)) with the pair's l");
       TermP et = w->args[0]->args[0];
       TermP pt = (*cx.p)[static_cast<std::size_t>(dc->second)];
@@ -159,23 +182,33 @@ void check_composed(TermP ng, TermP e, TermP l, TermP dp, Context& cx, BackwardP
   pair.row = memo->second;
 }
 
-// ds = p·(dP − D) on the target side; fills the pair's terms.
+// ds = p·(dP − D) on the target side; fills the pair's terms. The product and the subtraction may
+// run at a precision q within p's (the operands widened exactly), ds then rounded once to p; D may
+// be summed at such a q and rounded once to p.
 void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerms& pair) {
-  if (ds->op != TermOp::Mul) fail(fmt::format("the target's score gradient is not a product (found {})", print_term(ds, 3)));
-  TermP p = ds->args[0], diff = ds->args[1];
-  if (!cx.p_cell.count(p)) std::swap(p, diff);
-  auto pc = cx.p_cell.find(p);
+  const Prec p = cx.prec;
+  auto carried = [p](Prec q) { return within(q, p); };
+  if (ds->op == TermOp::Cvt && ds->prec == p && carried(ds->args[0]->prec)) ds = ds->args[0];
+  if (ds->op != TermOp::Mul || !carried(ds->prec))
+    fail(fmt::format("the target's score gradient is not a product (found {})", print_term(ds, 3)));
+  TermP pt = strip_widening(ds->args[0]), diff = strip_widening(ds->args[1]);
+  if (!cx.p_cell.count(pt)) {
+    pt = strip_widening(ds->args[1]);
+    diff = strip_widening(ds->args[0]);
+  }
+  auto pc = cx.p_cell.find(pt);
   if (pc == cx.p_cell.end()) fail("the target's score gradient does not read the source's probabilities");
-  if (!(p->op == TermOp::Div)) fail("the probabilities are not e / l");
-  if (diff->op != TermOp::Sub) fail("the target's score gradient is not p·(dP − D)");
-  TermP dp = diff->args[0], D = diff->args[1];
+  if (!(pt->op == TermOp::Div)) fail("the probabilities are not e / l");
+  if (diff->op != TermOp::Sub || !carried(diff->prec)) fail("the target's score gradient is not p·(dP − D)");
+  TermP dp = strip_widening(diff->args[0]), D = strip_widening(diff->args[1]);
+  if (D->op == TermOp::Cvt && D->prec == p && carried(D->args[0]->prec)) D = D->args[0];
   auto dc = cx.dp_cell.find(dp);
   if (dc == cx.dp_cell.end() || dc->second != pc->second)
     fail("the target's dP is not the source's probability gradient at the pair's cell");
-  pair.e = p->args[0];
-  pair.l = p->args[1];
+  pair.e = pt->args[0];
+  pair.l = pt->args[1];
   pair.dp = dp;
-  const std::vector<TermP> douts = dout_cells_of(dp, store, cx.dout);
+  const std::vector<TermP> douts = dout_cells_of(dp, store, cx.dout, p);
   std::set<TermP> want(douts.begin(), douts.end()), got;
   auto memo = cx.dots.find(static_cast<std::int64_t>(D->id));
   if (memo != cx.dots.end()) {
@@ -185,9 +218,9 @@ void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerm
     return;
   }
   BackwardPairTerms::Pairs dot;
-  for (TermP y : summands(D, "the target's row dot")) {
-    if (y->op != TermOp::Mul) fail("a summand of the row dot is not a product");
-    TermP g = y->args[0], ov = y->args[1];
+  for (TermP y : summands(D, "the target's row dot", carried)) {
+    if (y->op != TermOp::Mul || !carried(y->prec)) fail("a summand of the row dot is not a product");
+    TermP g = strip_widening(y->args[0]), ov = strip_widening(y->args[1]);
     if (!want.count(g)) std::swap(g, ov);
     if (!want.count(g)) fail("the row dot reads an output-gradient cell outside the pair's row");
     const std::int64_t cell = store.vars()[g->var].cell;
@@ -202,7 +235,8 @@ void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerm
 
 BackwardPairTerms check_pair(TermP s_prod, TermP t_prod, const TermStore& store, Context& cx) {
   BackwardPairTerms pair;
-  if (s_prod->op != TermOp::Mul || t_prod->op != TermOp::Mul) fail("a summand of the gradient is not a product");
+  if (s_prod->op != TermOp::Mul || t_prod->op != TermOp::Mul || !cx.at_p(s_prod->prec) || !cx.at_p(t_prod->prec))
+    fail("a summand of the gradient is not a product at the gradient's precision");
   if (s_prod == t_prod) {
     // The same product on both sides: only a masked score's 0 times the operand is expected.
     for (int k : {0, 1})
@@ -224,7 +258,7 @@ BackwardPairTerms check_pair(TermP s_prod, TermP t_prod, const TermStore& store,
     return pair;
   }
   const Chain cs = chain_of(gs), ct = chain_of(gt);
-  if (cs.wheres != ct.wheres || cs.scale != ct.scale)
+  if (cs.wheres != ct.wheres || cs.scale != ct.scale || (cs.scale && (!cx.at_p(cs.scale_prec) || !cx.at_p(ct.scale_prec))))
     fail("the links between the score gradient and the contraction differ between the two sides");
   pair.scale = cs.scale ? cs.scale->value : 1.0;
   if (!std::isfinite(pair.scale)) fail("the chain's scale is not a finite constant");
@@ -255,6 +289,9 @@ BackwardIdentity fused_backward_identity(const Routine& src, const Routine& tgt,
     cx.p_cell = cell_index(*cx.p);
     cx.dp_cell = cell_index(*cx.dp);
     cx.dout = roles.dout;
+    cx.prec = x->prec;
+    if (!is_float(cx.prec)) fail("the covered gradient is not a floating-point node");
+    const auto at_p = [&cx](Prec q) { return cx.at_p(q); };
     const std::vector<TermP>& xs = ms.at(roles.x);
     const std::vector<TermP>& xt = mt.at(roles.x);
     std::size_t pairs = 0, zeros = 0;
@@ -262,8 +299,8 @@ BackwardIdentity fused_backward_identity(const Routine& src, const Routine& tgt,
       BackwardCellTerms cell;
       cell.src = xs[c];
       cell.tgt = xt[c];
-      const std::vector<TermP> ys = summands(xs[c], "the source's gradient cell");
-      const std::vector<TermP> yt = summands(xt[c], "the target's gradient cell");
+      const std::vector<TermP> ys = summands(xs[c], "the source's gradient cell", at_p);
+      const std::vector<TermP> yt = summands(xt[c], "the target's gradient cell", at_p);
       if (ys.size() != yt.size())
         fail(fmt::format("cell {} of {} sums {} products in the source and {} in the target", c, roles.x, ys.size(),
                          yt.size()));

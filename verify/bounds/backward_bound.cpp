@@ -134,12 +134,14 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p) {
   mpfr_abs(abs_dx.get(), dx.get(), MPFR_RNDU);
   Real wsum;
   for (std::size_t e = 0; e < E; ++e) add_product_up(wsum, std::fabs(row.dout[e]), std::fabs(row.o[e]));
-  const double g2 = gamma(2, u), g3 = gamma(3, u), gn4 = gamma(N + 4, u), gn1 = gamma(N - 1, u);
+  const double g2 = gamma(2, u), g3 = gamma(3, u), g4 = gamma(4, u), gn4 = gamma(N + 4, u), gn1 = gamma(N - 1, u);
   const double gE = gamma(EE, u), gE1 = gamma(EE - 1, u);
   const double SA = sigma_a.up(), NA = n_a.up(), K = kappa.up(), DX = abs_dx.up(), W = wsum.up();
   // U = (1 + γ_{n-1})·ω·((1 + u)·N_A + n); ε_D = γ_E·W + (1 + γ_{E-1})·E·ω.
   const double U = mul_up(mul_up(add_up(1, gn1), w), add_up(mul_up(add_up(1, u), NA), static_cast<double>(N)));
-  const double eps_d = add_up(mul_up(gE, W), mul_up(mul_up(add_up(1, gE1), static_cast<double>(EE)), w));
+  // The row dot, and its one rounding to p where it is stored narrower than it is summed.
+  const double eps_sum = add_up(mul_up(gE, W), mul_up(mul_up(add_up(1, gE1), static_cast<double>(EE)), w));
+  const double eps_d = add_up(add_up(mul_up(add_up(1, u), eps_sum), mul_up(u, abs_dx.up())), w);
   const double abs_c = add_up(mul_up(add_up(1, g2), add_up(w, U)), w);
   out.composed.resize(n);
   out.fused.resize(n);
@@ -148,7 +150,9 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p) {
     const double A = std::fabs(row.dp[t]), P = pstar[t];
     out.composed[t] = add_up(mul_up(P, add_up(mul_up(g3, A), mul_up(gn4, SA))), abs_c);
     const double r = add_up(add_up(A, DX), eps_d);  // >= |dP_t - D|
-    out.fused[t] = add_up(add_up(mul_up(P, add_up(add_up(mul_up(g3, r), K), eps_d)), mul_up(mul_up(add_up(1, g2), w), r)), w);
+    // p's rounding, the subtraction's, the product's and a final rounding to p (ds carried wider).
+    out.fused[t] = add_up(add_up(mul_up(P, add_up(add_up(mul_up(g4, r), K), eps_d)), mul_up(mul_up(add_up(1, g3), w), r)),
+                          add_up(mul_up(add_up(1, u), w), w));
     out.magnitude[t] = mul_up(P, add_up(A, SA));
   }
   return out;

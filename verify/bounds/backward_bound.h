@@ -3,7 +3,9 @@
 // cell from the source's values: a rigorous a-posteriori bound, every operation of both forms
 // under the rounding model fl(a op b) = (a op b)(1 + δ) + η' (|δ| <= u; |η'| <= ω, half the
 // smallest subnormal, for products and quotients only; sums are exact below the normal range),
-// no overflow. Both forms share, bit for bit, the forward's e_t (exps, <= 1), l (row_sum, >= 1),
+// no overflow. The fused form may carry D and ds at a wider precision q (u_q <= u, ω_q <= ω) and
+// round each to p once more: Ef_t and ε_D count those two roundings (so they also bound the form
+// computed at p throughout). Both forms share, bit for bit, the forward's e_t (exps, <= 1), l (row_sum, >= 1),
 // O and the backward's dP_t (= Σ_e dO_e·v_te) and p_t = fl(e_t / l); they differ in the score
 // gradient before the mask and the scale:
 //   composed  ng_t = fl(fl(fl(dP_t / l) + lg)·e_t),  lg = Σ_t fl(dP_t·fl(-e_t / fl(l·l))),
@@ -13,8 +15,9 @@
 // N_A = Σ_t A_t, D_x = Σ_e dO_e·O_e (exact), κ_D = |D_x - D*| and W = Σ_e |dO_e·O_e|:
 //   |ng_t - g*_t| <= Ec_t = P*_t(γ_3·A_t + γ_{n+4}·Σ_A) + (1 + γ_2)(ω + U) + ω,
 //                         U = (1 + γ_{n-1})·ω·((1 + u)·N_A + n),
-//   |ds_t - g*_t| <= Ef_t = P*_t(γ_3·(A_t + |D_x| + ε_D) + κ_D + ε_D) + (1 + γ_2)·ω·(A_t + |D_x| + ε_D) + ω,
-//                         ε_D = γ_E·W + (1 + γ_{E-1})·E·ω,
+//   |ds_t - g*_t| <= Ef_t = P*_t(γ_4·r_t + κ_D + ε_D) + (1 + γ_3)·ω·r_t + (1 + u)·ω + ω,
+//                         r_t = A_t + |D_x| + ε_D,
+//                         ε_D = (1 + u)·(γ_E·W + (1 + γ_{E-1})·E·ω) + u·|D_x| + ω,
 //   |g*_t| <= G_t = P*_t·(A_t + Σ_A).
 // After the mask (the same where on both sides) and the scale c (one product on both sides), a
 // contraction of the pair's values against an operand column x (k for dQ over the keys, q for dK
