@@ -388,6 +388,7 @@ std::vector<BackwardCellValue> evaluate_backward_cells(const BackwardIdentity& i
       terms.push_back(backward_pair_term(rb.bounds, rb.key.at({pr.e, pr.dp}), pr.scale, m, p));
     }
     v.bound = v.bounded ? backward_contraction_bound(terms, operand, p) : 0;
+    if (!std::isfinite(v.bound)) v.bounded = false;  // γ undefined at these sizes: no bound
     out.push_back(v);
   }
   return out;

@@ -23,6 +23,7 @@
 #include "core/random_inputs.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/fused_backward_identity.h"
+#include "verify/smt/smt.h"
 #include "verify/case_attach.h"
 #include "verify/checkers/builtin.h"
 #include "verify/compare.h"
@@ -191,6 +192,14 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
         width = std::max<std::int64_t>(width, static_cast<std::int64_t>(pr.dot->size()));
         terms = std::max<std::int64_t>(terms, static_cast<std::int64_t>(cell.pairs.size()));
       }
+  if (static_cast<double>(keys + terms + 8) * unit_roundoff(p) >= 1) {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::Unsupported;
+    v.message = fmt::format("{} keys and {} terms per cell at {}: γ_(n + m + 8) is not defined (its k·u >= 1), so the "
+                            "bound says nothing here",
+                            keys, terms, prec_name(p));
+    return;
+  }
   const std::int64_t per_input = std::max<std::int64_t>(1, static_cast<std::int64_t>(rows.size()));
   const int inputs = static_cast<int>(std::clamp<std::int64_t>((o.limits.mpfr_rows + per_input - 1) / per_input, 8, 4000));
   std::int64_t cells = 0, unbounded = 0;
@@ -230,6 +239,28 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
       }
     }
   }
+  // (iii) the γ calculus the formula is assembled with, for every size (Z3 over the reals).
+  smt::SmtLimits sl;
+  sl.rlimit = o.limits.rlimit;
+  sl.timeout_s = o.limits.real_timeout_s;
+  const std::vector<smt::InductionStep> calculus = smt::prove_gamma_calculus(sl);
+  int proved = 0;
+  double calculus_s = 0;
+  for (const auto& st : calculus) {
+    proved += st.outcome.status == smt::SmtStatus::Unsat;
+    calculus_s += st.outcome.seconds;
+  }
+  const std::string calculus_detail =
+      fmt::format("{}/{} rules unsat in {:.2f} s (Higham's product, monotonicity, one more rounding or quotient, a "
+                  "sum's term, the composed gradient's coefficients, the contraction's term; every u <= 2^-8, every "
+                  "size with size·u < 1)",
+                  proved, calculus.size(), calculus_s);
+  if (proved != static_cast<int>(calculus.size())) {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::ResourceLimit;
+    v.message = "the γ calculus of the bound was not proved: " + calculus_detail;
+    return;
+  }
   const double u = unit_roundoff(p);
   BoundInfo bi;
   bi.formula =
@@ -247,6 +278,7 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   bi.worst_observed = worst;
   bi.tightness = worst;
   bi.parts.push_back(CertificatePart{"(i) identity", "proved", id.check.detail});
+  bi.parts.push_back(CertificatePart{"(iii) γ calculus", "proved", calculus_detail});
   bi.parts.push_back(CertificatePart{
       "(ii) bound", "confirmed",
       fmt::format("{} inputs ({} rows each; the routine's own random inputs and the families peaked, near-zero-p, "

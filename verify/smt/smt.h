@@ -196,4 +196,12 @@ std::vector<InductionStep> prove_fold_output_induction(const InductionQuery& q, 
 // (floor(sk / b) blocks: the tail's keys uncovered, tail.cover sat).
 std::vector<InductionStep> prove_block_cover(Prec state, const SmtLimits& limits, bool floor_blocks = false);
 
+// The γ calculus the fused backward's bound is assembled with (verify/smt/gamma_calculus.cpp,
+// docs/bounds.md §8), for every unit roundoff 0 < u <= 2^-8 and every size with size·u <= 1/2:
+// Higham's product rule (1 + θ_j)(1 + θ_k) = 1 + θ_{j+k}, monotonicity, one more rounding or
+// quotient (θ_{j+1}), a sum's term over k roundings, the composed gradient's two coefficient facts
+// and the contraction's term. `mutant` weakens the product rule and the composed gradient's
+// γ_{n+4} by one index (both then sat).
+std::vector<InductionStep> prove_gamma_calculus(const SmtLimits& limits, bool mutant = false);
+
 }  // namespace fp::verify::smt
