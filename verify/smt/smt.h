@@ -204,4 +204,10 @@ std::vector<InductionStep> prove_block_cover(Prec state, const SmtLimits& limits
 // γ_{n+4} by one index (both then sat).
 std::vector<InductionStep> prove_gamma_calculus(const SmtLimits& limits, bool mutant = false);
 
+// The fused backward bound's assembly, step by step (verify/smt/backward_assembly.cpp,
+// docs/bounds.md §8): ring identities, product and triangle bounds and closings, each proved for
+// every value of its variables given the rounding model, the earlier steps and the γ calculus.
+// `mutant` closes the composed gradient with γ_{n+2} instead of γ_{n+4} (that step then sat).
+std::vector<InductionStep> prove_backward_assembly(const SmtLimits& limits, bool mutant = false);
+
 }  // namespace fp::verify::smt

@@ -1,0 +1,164 @@
+// The assembly of the fused backward's bound (docs/bounds.md §8) checked step by step by Z3 over the
+// reals: every ring identity the derivation rewrites with, every product and triangle bound it
+// takes, and every closing that combines them into Ec_t, Ef_t, the row dot's ε_D, one step of a
+// left-to-right sum of perturbed terms (the induction that gives lg's, D's and the contractions'
+// bounds for every length) and the contraction's pair term. Each step's hypotheses are the
+// rounding model (|δ| <= u, |η| <= ω), the earlier steps' conclusions and the γ calculus's rules
+// (verify/smt/gamma_calculus.cpp) as facts about free variables; its query asserts them with the
+// negated conclusion, so unsat proves the step for every value of every variable. What stays by
+// hand is only the bookkeeping of which step feeds which: the sentences below and §8.
+#include <z3++.h>
+
+#include <string>
+
+#include "verify/smt/smt.h"
+#include "verify/smt/z3_common.h"
+
+namespace fp::verify::smt {
+
+namespace {
+
+struct Step {
+  const char* name;
+  const char* statement;
+  const char* smt;  // declarations, hypotheses and the negated conclusion (SMT-LIB2)
+};
+
+// `GN` stands for the index the composed closing needs (γ_{n+4}); the mutant puts γ_{n+2}.
+const Step kSteps[] = {
+    {"composed.identity",
+     "ng - g* = e·θ2·(a* + lg*) + e(1 + θ2)(a*·δ1 + η1 + lg - lg*) + η6 (a ring identity)",
+     R"smt((declare-const ast Real) (declare-const d1 Real) (declare-const h1 Real) (declare-const lg Real) (declare-const lgs Real)
+(declare-const d5 Real) (declare-const d6 Real) (declare-const e Real) (declare-const h6 Real)
+(define-fun T () Real (- (* (+ 1 d5) (+ 1 d6)) 1))
+(define-fun ng () Real (+ (* (+ (* ast (+ 1 d1)) h1 lg) (+ 1 d5) e (+ 1 d6)) h6))
+(assert (not (= (- ng (* e (+ ast lgs))) (+ (* e T (+ ast lgs)) (* e (+ 1 T) (+ (* ast d1) h1 (- lg lgs))) h6)))))smt"},
+    {"composed.reference",
+     "|e·θ2·(a* + lg*)| <= γ_2·(P*·A + P*·Σ_A)",
+     R"smt((declare-const g2 Real) (declare-const T Real) (declare-const e Real) (declare-const l Real) (declare-const ast Real) (declare-const lgs Real)
+(declare-const P Real) (declare-const A Real) (declare-const SA Real)
+(assert (and (> g2 0) (<= (ab T) g2) (>= e 0) (<= e 1) (>= l 1) (= (* P l) e) (= A (ab (* ast l))) (>= SA 0) (<= (* l (ab lgs)) SA)))
+(assert (> (ab (* e T (+ ast lgs))) (* g2 (+ (* P A) (* P SA))))))smt"},
+    {"composed.roundings",
+     "|e(1 + θ2)(a*·δ1 + η1 + lg - lg*)| <= (1 + γ_2)(u·P*·A + ω + γ_{n+2}·P*·Σ_A + U), given lg's sum bound",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const gn2 Real) (declare-const U Real)
+(declare-const T Real) (declare-const e Real) (declare-const l Real) (declare-const ast Real) (declare-const d1 Real) (declare-const h1 Real) (declare-const Dl Real)
+(declare-const P Real) (declare-const A Real) (declare-const SA Real)
+(assert (and (> u 0) (> w 0) (> g2 0) (> gn2 0) (>= U 0) (<= (ab T) g2) (>= e 0) (<= e 1) (>= l 1) (= (* P l) e) (= A (ab (* ast l))) (>= SA 0)))
+(assert (and (<= (ab d1) u) (<= (ab h1) w) (<= (ab Dl) (+ (/ (* gn2 SA) l) U))))
+(assert (> (ab (* e (+ 1 T) (+ (* ast d1) h1 Dl))) (* (+ 1 g2) (+ (* u P A) w (* gn2 P SA) U)))))smt"},
+    {"composed.close",
+     "the three parts within Ec_t = P*(γ_3·A + γ_{n+4}·Σ_A) + (1 + γ_2)(ω + U) + ω, given the γ calculus's coefficient rules",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const g3 Real) (declare-const gn2 Real) (declare-const gn4 Real) (declare-const U Real)
+(declare-const X1 Real) (declare-const X2 Real) (declare-const h6 Real) (declare-const P Real) (declare-const A Real) (declare-const SA Real)
+(assert (and (> u 0) (> w 0) (> g2 0) (>= U 0) (>= P 0) (>= A 0) (>= SA 0)))
+(assert (<= (+ g2 (* u (+ 1 g2))) g3))
+(assert (<= (+ g2 (* (+ 1 g2) gn2)) gn4))
+(assert (<= (ab X1) (* g2 (+ (* P A) (* P SA)))))
+(assert (<= (ab X2) (* (+ 1 g2) (+ (* u P A) w (* gn2 P SA) U))))
+(assert (<= (ab h6) w))
+(assert (> (ab (+ X1 X2 h6)) (+ (* P (+ (* g3 A) (* GN SA))) (* (+ 1 g2) (+ w U)) w))))smt"},
+    {"composed.sum-term",
+     "fl(dP·fl(-e / fl(l·l))) = -(dP·e / l²)(1 + θ)(1 + δ4) + dP·η3(1 + δ4) + η4, θ the quotient's (a ring identity)",
+     R"smt((declare-const dp Real) (declare-const e Real) (declare-const l Real) (declare-const d2 Real) (declare-const d3 Real) (declare-const d4 Real)
+(declare-const h3 Real) (declare-const h4 Real) (declare-const q Real)
+(assert (and (>= l 1) (= (* q (+ 1 d2)) (+ 1 d3)) (> (+ 1 d2) 0)))
+(define-fun w () Real (+ (/ (* (- e) (+ 1 d3)) (* l l (+ 1 d2))) h3))
+(assert (not (= (+ (* dp w (+ 1 d4)) h4) (+ (* (/ (* (- dp) e) (* l l)) q (+ 1 d4)) (* dp h3 (+ 1 d4)) h4)))))smt"},
+    {"fused.identity",
+     "ds - g* = P*·θ4·(dP - D) + P*·(D* - D) + η8(1 + θ3)(dP - D) + η9(1 + δ10) + η10 (a ring identity)",
+     R"smt((declare-const P Real) (declare-const d7 Real) (declare-const d8 Real) (declare-const d9 Real) (declare-const d10 Real)
+(declare-const h8 Real) (declare-const h9 Real) (declare-const h10 Real) (declare-const dp Real) (declare-const D Real) (declare-const Ds Real)
+(define-fun T4 () Real (- (* (+ 1 d8) (+ 1 d7) (+ 1 d9) (+ 1 d10)) 1))
+(define-fun T3 () Real (- (* (+ 1 d7) (+ 1 d9) (+ 1 d10)) 1))
+(define-fun ds () Real (+ (* (+ (* P (+ 1 d8)) h8) (- dp D) (+ 1 d7) (+ 1 d9) (+ 1 d10)) (* h9 (+ 1 d10)) h10))
+(assert (not (= (- ds (* P (- dp Ds))) (+ (* P T4 (- dp D)) (* P (- Ds D)) (* h8 (- dp D) (+ 1 T3)) (* h9 (+ 1 d10)) h10)))))smt"},
+    {"fused.rescaled",
+     "|P*·θ4·(dP - D)| <= P*·γ_4·r",
+     R"smt((declare-const g4 Real) (declare-const P Real) (declare-const T4 Real) (declare-const X Real) (declare-const r Real)
+(assert (and (>= P 0) (<= (ab T4) g4) (<= (ab X) r)))
+(assert (> (ab (* P T4 X)) (* P g4 r))))smt"},
+    {"fused.row-dot",
+     "|P*·(D* - D)| <= P*·(κ_D + ε_D)",
+     R"smt((declare-const P Real) (declare-const Y Real) (declare-const K Real) (declare-const eD Real)
+(assert (and (>= P 0) (<= (ab Y) (+ K eD))))
+(assert (> (ab (* P Y)) (* P (+ K eD)))))smt"},
+    {"fused.underflow",
+     "|η8(1 + θ3)(dP - D)| <= (1 + γ_3)·ω·r and |η9(1 + δ10)| <= (1 + u)·ω",
+     R"smt((declare-const g3 Real) (declare-const u Real) (declare-const w Real) (declare-const h8 Real) (declare-const h9 Real) (declare-const d10 Real) (declare-const T3 Real) (declare-const X Real) (declare-const r Real)
+(assert (and (<= (ab T3) g3) (<= (ab X) r) (<= (ab h8) w) (<= (ab h9) w) (<= (ab d10) u)))
+(assert (or (> (ab (* h8 X (+ 1 T3))) (* (+ 1 g3) w r)) (> (ab (* h9 (+ 1 d10))) (* (+ 1 u) w)))))smt"},
+    {"fused.close",
+     "the five parts within Ef_t = P*(γ_4·r + κ_D + ε_D) + (1 + γ_3)·ω·r + (1 + u)·ω + ω",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g3 Real) (declare-const g4 Real) (declare-const P Real) (declare-const r Real) (declare-const K Real) (declare-const eD Real)
+(declare-const t1 Real) (declare-const t2 Real) (declare-const t3 Real) (declare-const t4 Real) (declare-const t5 Real)
+(assert (and (<= (ab t1) (* P g4 r)) (<= (ab t2) (* P (+ K eD))) (<= (ab t3) (* (+ 1 g3) w r)) (<= (ab t4) (* (+ 1 u) w)) (<= (ab t5) w)))
+(assert (> (ab (+ t1 t2 t3 t4 t5)) (+ (* P (+ (* g4 r) K eD)) (* (+ 1 g3) w r) (* (+ 1 u) w) w))))smt"},
+    {"fused.row-dot-narrowed",
+     "a row dot within ε of D_x, rounded to p once more: within (1 + u)·ε + u·|D_x| + ω",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const Dq Real) (declare-const Dx Real) (declare-const es Real) (declare-const d Real) (declare-const h Real)
+(assert (and (> u 0) (> w 0) (<= (ab d) u) (<= (ab h) w) (<= (ab (- Dq Dx)) es)))
+(assert (> (ab (- (+ (* Dq (+ 1 d)) h) Dx)) (+ (* (+ 1 u) es) (* u (ab Dx)) w))))smt"},
+    {"sum.identity",
+     "one step of a left-to-right sum of perturbed terms: S' - S*' = E(1 + δ) + y*ρ(1 + δ) + a(1 + δ) + δ(S* + y*) (a ring identity)",
+     R"smt((declare-const E Real) (declare-const Ss Real) (declare-const ys Real) (declare-const rho Real) (declare-const a Real) (declare-const d Real)
+(assert (not (= (- (* (+ Ss E (* ys (+ 1 rho)) a) (+ 1 d)) (+ Ss ys)) (+ (* E (+ 1 d)) (* ys rho (+ 1 d)) (* a (+ 1 d)) (* d (+ Ss ys)))))))smt"},
+    {"sum.terms",
+     "each part of the step within its bound, given |E| <= γ_{k-1+j}·A + (1 + γ_{k-1})·B and |S*| <= A",
+     R"smt((declare-const u Real) (declare-const gA Real) (declare-const gB Real) (declare-const gj Real)
+(declare-const E Real) (declare-const Ss Real) (declare-const A Real) (declare-const B Real) (declare-const ys Real) (declare-const rho Real) (declare-const a Real) (declare-const al Real) (declare-const d Real)
+(assert (and (> u 0) (<= (ab d) u) (<= (ab E) (+ (* gA A) (* (+ 1 gB) B))) (<= (ab Ss) A) (<= (ab rho) gj) (<= (ab a) al)))
+(assert (or (> (ab (* E (+ 1 d))) (* (+ 1 u) (+ (* gA A) (* (+ 1 gB) B))))
+            (> (ab (* ys rho (+ 1 d))) (* (+ 1 u) gj (ab ys)))
+            (> (ab (* a (+ 1 d))) (* (+ 1 u) al))
+            (> (ab (* d (+ Ss ys))) (* u (+ A (ab ys)))))))smt"},
+    {"sum.triangle",
+     "the step's parts add within the sum of their bounds",
+     R"smt((declare-const t1 Real) (declare-const t2 Real) (declare-const t3 Real) (declare-const t4 Real)
+(declare-const b1 Real) (declare-const b2 Real) (declare-const b3 Real) (declare-const b4 Real)
+(assert (and (<= (ab t1) b1) (<= (ab t2) b2) (<= (ab t3) b3) (<= (ab t4) b4)))
+(assert (> (ab (+ t1 t2 t3 t4)) (+ b1 b2 b3 b4))))smt"},
+    {"sum.close",
+     "the step keeps the invariant: |S' - S*'| <= γ_{k+j}·A' + (1 + γ_k)·B', given the γ calculus's coefficient rules",
+     R"smt((declare-const u Real) (declare-const gA Real) (declare-const gB Real) (declare-const gj Real) (declare-const gC Real) (declare-const gD Real)
+(declare-const A Real) (declare-const B Real) (declare-const Y Real) (declare-const al Real)
+(assert (and (> u 0) (>= gA 0) (>= gB 0) (>= gj 0) (>= A 0) (>= B 0) (>= Y 0) (>= al 0)))
+(assert (<= (+ (* gA (+ 1 u)) u) gC))
+(assert (<= (+ gj (* u (+ 1 gj))) gC))
+(assert (<= (* (+ 1 gB) (+ 1 u)) (+ 1 gD)))
+(assert (<= u gD))
+(assert (> (+ (* (+ 1 u) (+ (* gA A) (* (+ 1 gB) B))) (* (+ 1 u) gj Y) (* (+ 1 u) al) (* u (+ A Y)))
+           (+ (* gC (+ A Y)) (* (+ 1 gD) (+ B al))))))smt"},
+    {"scale.link",
+     "|fl(c·y) - fl(c·z)| <= |c|·|y - z| + u|c|(|y| + |z|) + 2ω",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const c Real) (declare-const y Real) (declare-const z Real) (declare-const d1 Real) (declare-const d2 Real) (declare-const h1 Real) (declare-const h2 Real)
+(assert (and (> u 0) (> w 0) (<= (ab d1) u) (<= (ab d2) u) (<= (ab h1) w) (<= (ab h2) w)))
+(assert (> (ab (- (+ (* c y (+ 1 d1)) h1) (+ (* c z (+ 1 d2)) h2))) (+ (* (ab c) (ab (- y z))) (* u (ab c) (+ (ab y) (ab z))) (* 2 w)))))smt"},
+    {"contraction.term",
+     "|gs_f·x(1 + θ_f) - gs_c·x(1 + θ_c)| <= |x|(|gs_f - gs_c| + γ_m(|gs_f| + |gs_c|))",
+     R"smt((declare-const gm Real) (declare-const x Real) (declare-const gf Real) (declare-const gc Real) (declare-const tf Real) (declare-const tc Real)
+(assert (and (<= (ab tf) gm) (<= (ab tc) gm)))
+(assert (> (ab (- (* gf x (+ 1 tf)) (* gc x (+ 1 tc)))) (* (ab x) (+ (ab (- gf gc)) (* gm (+ (ab gf) (ab gc))))))))smt"},
+};
+
+constexpr const char* kPrelude = "(define-fun ab ((x Real)) Real (ite (>= x 0) x (- x)))\n";
+
+}  // namespace
+
+std::vector<InductionStep> prove_backward_assembly(const SmtLimits& limits, bool mutant) {
+  std::vector<InductionStep> out;
+  for (const Step& st : kSteps) {
+    std::string text = st.smt;
+    for (std::size_t at; (at = text.find("GN")) != std::string::npos;) text.replace(at, 2, mutant ? "gn2" : "gn4");
+    z3::context c;
+    z3::solver s(c);
+    detail::apply_limits(c, s, limits);
+    s.add(c.parse_string((std::string(kPrelude) + text).c_str()));
+    SmtLimits lim = limits;
+    if (!lim.dump_path.empty()) lim.dump_path += std::string("-") + st.name + ".smt2";
+    out.push_back(InductionStep{st.name, st.statement, detail::run_check(s, lim)});
+  }
+  return out;
+}
+
+}  // namespace fp::verify::smt
