@@ -360,9 +360,10 @@ class CGenerator {
       pending_zeros_.push_back(s.name);
     } else if (!plan_.replayed[static_cast<std::size_t>(p)]) {
       emit_pending_zero(s);
-      const bool privates = private_tiles_.count(p) > 0;
-      std::optional<RowFusion> fusion = stack.empty() && !privates ? row_fusion(p) : std::nullopt;
-      if (privates) em_.line(fmt::format("fpx_account(ctx, {});  /* row-private slices */", private_bytes(p)));
+      const auto privates = private_tiles_.find(p);
+      const bool has_privates = privates != private_tiles_.end();
+      std::optional<RowFusion> fusion = stack.empty() && !has_privates ? row_fusion(p) : std::nullopt;
+      if (has_privates) em_.line(fmt::format("fpx_account(ctx, {});  /* row-private slices */", privates->second.bytes));
       if (fusion) {
         allocate(plan_.starting_at(fusion->position));
         em_.line(fmt::format("/* statement {} (statement {} fused into its rows) */", p + 1,
@@ -373,7 +374,7 @@ class CGenerator {
         em_.line(fmt::format("/* statement {} */", p + 1));
       }
       top_statement(s);
-      if (privates) em_.line(fmt::format("fpx_account(ctx, -({}));", private_bytes(p)));
+      if (has_privates) em_.line(fmt::format("fpx_account(ctx, -({}));", privates->second.bytes));
       zero_start_ = false;
       if (fusion) {
         const bool used = epilogue_used_;
@@ -714,7 +715,7 @@ class CGenerator {
     for (const Stmt* l : lp.others) em_.line(em_.loop_header(*l));
     const auto tiles = private_tiles_.find(plan_.position_of(lp.chain.front()));
     lane_block_loop(lp.lane, kLaneWidth, lp.blocks, [&](const std::string& nl) {
-      if (tiles != private_tiles_.end()) open_private_tiles(tiles->second, lp);
+      if (tiles != private_tiles_.end()) open_private_tiles(tiles->second.tiles, lp);
       lane_ = LaneCtx{lp.lane, nl, kLaneWidth};
       band_writes_ = written_nodes(*lp.band.front());
       em_.push_scope();
@@ -722,7 +723,7 @@ class CGenerator {
       em_.pop_scope();
       lane_.reset();
       if (tiles != private_tiles_.end())
-        for (const PrivateTile& t : tiles->second) em_.unprivatize(node_at(t.node).name);
+        for (const PrivateTile& t : tiles->second.tiles) em_.unprivatize(node_at(t.node).name);
     });
     for (const Stmt* l : lp.others) em_.unbind_sym(l->sym);
     em_.close();
@@ -741,6 +742,12 @@ class CGenerator {
     std::size_t lane_axis = 0;
     std::int64_t slice_cells = 0;  // kept cells × kLaneWidth
     std::int64_t slice_bytes = 0;
+  };
+  // One statement's slices and the bytes they hold at once (a C expression: one set per thread
+  // running the band).
+  struct PrivateTiles {
+    std::vector<PrivateTile> tiles;
+    std::string bytes;
   };
 
   const Node& node_at(int i) const { return plan_.placed.nodes[static_cast<std::size_t>(i)]; }
@@ -776,7 +783,11 @@ class CGenerator {
         private_nodes_.insert(r.node);
         tiles.push_back(std::move(t));
       }
-      if (!tiles.empty()) private_tiles_[static_cast<int>(p)] = std::move(tiles);
+      if (tiles.empty()) continue;
+      std::int64_t bytes = 0;
+      for (const PrivateTile& t : tiles) bytes += t.slice_bytes;
+      private_tiles_[static_cast<int>(p)] = PrivateTiles{
+          std::move(tiles), lp->parallel ? fmt::format("{}LL * (int64_t)fpx_nt", bytes) : fmt::format("{}LL", bytes)};
     }
   }
 
@@ -796,14 +807,6 @@ class CGenerator {
       slice.width = kLaneWidth;
       em_.privatize(n.name, std::move(slice));
     }
-  }
-
-  // The bytes a statement's slices hold at once: one set per thread running the band.
-  std::string private_bytes(int p) const {
-    std::int64_t bytes = 0;
-    for (const PrivateTile& t : private_tiles_.at(p)) bytes += t.slice_bytes;
-    const std::optional<LanePlan> lp = lane_plan(*plan_.top[static_cast<std::size_t>(p)]);
-    return lp && lp->parallel ? fmt::format("{}LL * (int64_t)fpx_nt", bytes) : fmt::format("{}LL", bytes);
   }
 
   struct LaneCtx {
@@ -2382,7 +2385,7 @@ class CGenerator {
   Emitter em_;
   std::string lane_block_;                    // the current lane block's loop variable
   std::optional<LaneCtx> lane_;               // inside lane_band
-  std::map<int, std::vector<PrivateTile>> private_tiles_;  // per position (plan_private_tiles)
+  std::map<int, PrivateTiles> private_tiles_;  // per position (plan_private_tiles)
   std::set<int> private_nodes_;                             // the nodes kept in them
   std::vector<LaneLocal> lane_locals_;        // lane locals in scope, in declaration order
   std::vector<bool> lane_simd_;               // open lane loops: simd (with gathers hoisted)?

@@ -158,6 +158,16 @@ Aff Emitter::index_aff(const Index& idx) const {
   return a;
 }
 
+namespace {
+
+// flat += stride·a.
+void add_scaled(Aff& flat, const Aff& a, std::int64_t stride) {
+  flat.off += a.off * stride;
+  for (const auto& [var, c] : a.terms) flat.terms[var] += c * stride;
+}
+
+}  // namespace
+
 Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
   FP_INTERNAL_CHECK(indices.size() == n.dims.size(), "node '{}' accessed with {} indices", n.name,
                     indices.size());
@@ -166,9 +176,7 @@ Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
   Aff flat;
   std::int64_t stride = 1;
   for (std::size_t k = n.dims.size(); k-- > 0;) {
-    Aff a = index_aff(indices[k]);
-    flat.off += a.off * stride;
-    for (const auto& [var, c] : a.terms) flat.terms[var] += c * stride;
+    add_scaled(flat, index_aff(indices[k]), stride);
     stride *= n.dims[k];
   }
   return flat;
@@ -179,14 +187,11 @@ Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
 // load has stride 1 along the lanes and nothing from the block variable.
 Aff Emitter::private_offset(const Node& n, const std::vector<Index>& indices, const PrivateSlice& p) const {
   Aff flat = index_aff(indices[p.lane_axis]);
-  flat.off -= p.origin.off;
-  for (const auto& [var, c] : p.origin.terms) flat.terms[var] -= c;
+  add_scaled(flat, p.origin, -1);
   std::int64_t stride = p.width;
   for (std::size_t k = n.dims.size(); k-- > 0;) {
     if (p.row[k]) continue;
-    Aff a = index_aff(indices[k]);
-    flat.off += a.off * stride;
-    for (const auto& [var, c] : a.terms) flat.terms[var] += c * stride;
+    add_scaled(flat, index_aff(indices[k]), stride);
     stride *= n.dims[k];
   }
   for (auto it = flat.terms.begin(); it != flat.terms.end();) it = it->second == 0 ? flat.terms.erase(it) : std::next(it);

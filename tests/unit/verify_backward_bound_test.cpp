@@ -24,6 +24,7 @@
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/tier.h"
 #include "verify/bounds/backward_bound.h"
+#include "verify/fused_backward_identity.h"
 
 namespace fp {
 namespace {
@@ -147,19 +148,8 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
     const double x = a.at(node).data[static_cast<std::size_t>(idx)];
     const double y = b.at(node).data[static_cast<std::size_t>(idx)];
     ++tally.cells;
-    bool ok;
-    double ratio = 0;
-    if (std::isnan(x) || std::isnan(y)) {
-      ok = std::isnan(x) && std::isnan(y);  // NaN positions identical
-    } else if (x == y) {
-      ok = true;
-    } else if (!finite) {
-      ok = false;  // a row outside the hypotheses must give the same value
-    } else {
-      const double diff = std::nextafter(std::fabs(x - y), INFINITY);  // rounded up
-      ok = diff <= bound;
-      ratio = std::fabs(x - y) / bound;
-    }
+    const bool ok = verify::backward_cell_ok(verify::BackwardCellValue{x, y, bound, finite});
+    const double ratio = finite && !std::isnan(x) && !std::isnan(y) && x != y ? std::fabs(x - y) / bound : 0;
     if (ratio > tally.worst) {
       tally.worst = ratio;
       tally.worst_where = where + " " + cell;

@@ -55,6 +55,9 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p);
 // `scale` the chain's constant c, `terms` m (the contraction's length).
 double backward_pair_term(const BackwardPairBounds& pairs, std::size_t t, double scale, std::int64_t terms, Prec p);
 
+// γ_k(u) = k·u / (1 - k·u) rounded up (MPFR); +inf when k·u >= 1.
+double gamma_bound(std::int64_t k, double u);
+
 // The cell bound Σ_i |x_i|·T_i + 2m·ω·(1 + γ_{m-1}) (T_i from backward_pair_term), rounded up.
 double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand, Prec p);
 

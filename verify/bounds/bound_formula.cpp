@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/numerics.h"
+#include "verify/bounds/mpfr_up.h"
 #include "verify/error_bound.h"
 
 namespace fp::verify {
@@ -63,50 +64,10 @@ LD omega_exp(Prec p) {
   return 0;
 }
 
-// The formula's B_src, B_tgt and REL evaluated in 256-bit MPFR with every operation rounded
-// toward the larger bound (docs/bounds.md §5): B - 1 cancels about -log2(B - 1) bits, which a
-// long double evaluation loses (at f64 n = 3 the stated REL came out 6e-5 relative below the
-// formula's value). Every input is positive, so rounding each sum, product and quotient up, and a
-// divisor down, gives upper bounds; the results are rounded up to doubles.
-class Up {
- public:
-  Up() { mpfr_init2(v_, 256); }
-  explicit Up(LD x) : Up() { mpfr_set_ld(v_, x, MPFR_RNDU); }
-  ~Up() { mpfr_clear(v_); }
-  Up(const Up& o) : Up() { mpfr_set(v_, o.v_, MPFR_RNDU); }
-  Up& operator=(const Up&) = delete;
-  friend Up operator+(const Up& a, const Up& b) { return op(mpfr_add, a, b); }
-  friend Up operator*(const Up& a, const Up& b) { return op(mpfr_mul, a, b); }
-  friend Up operator/(const Up& a, const Up& b) { return op(mpfr_div, a, b); }
-  Up minus_one() const {
-    Up r;
-    mpfr_sub_ui(r.v_, v_, 1, MPFR_RNDU);
-    return r;
-  }
-  // 1 - this, rounded down (for a divisor).
-  Up one_minus_down() const {
-    Up r;
-    mpfr_ui_sub(r.v_, 1, v_, MPFR_RNDD);
-    return r;
-  }
-  Up pow_up(std::int64_t k) const {
-    Up r;
-    mpfr_pow_si(r.v_, v_, static_cast<long>(k), MPFR_RNDU);
-    return r;
-  }
-  bool below_one() const { return mpfr_cmp_ui(v_, 1) < 0; }
-  mpfr_ptr raw() { return v_; }
-  double to_double_up() const { return mpfr_get_d(v_, MPFR_RNDU); }
-
- private:
-  template <class F>
-  static Up op(F f, const Up& a, const Up& b) {
-    Up r;
-    f(r.v_, a.v_, b.v_, MPFR_RNDU);
-    return r;
-  }
-  mpfr_t v_;
-};
+// The formula's B_src, B_tgt and REL are evaluated in verify/bounds/mpfr_up.h's Up (256-bit MPFR,
+// every operation rounded toward the larger bound; docs/bounds.md §5): B - 1 cancels about
+// -log2(B - 1) bits, which a long double evaluation loses (at f64 n = 3 the stated REL came out
+// 6e-5 relative below the formula's value).
 
 // The underflow term of the proof's model (model_underflow, exact at 256 bits, rounded up).
 Up model_underflow_up(Prec p) {

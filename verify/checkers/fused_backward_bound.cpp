@@ -23,6 +23,7 @@
 #include "core/deadline.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "verify/bounds/backward_bound.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/fused_backward_identity.h"
 #include "verify/smt/smt.h"
@@ -139,11 +140,6 @@ const std::vector<Family>& families() {
                                         {"uniform", "", 1},       {"near-zero-p", "q", 32},
                                         {"large-dO", "dO", 128},  {"subnormal-products", "dO", 0}};
   return f;
-}
-
-double gamma_value(std::int64_t k, double u) {
-  const double ku = static_cast<double>(k) * u;
-  return ku < 1 ? std::nextafter(ku / (1 - ku), INFINITY) : INFINITY;
 }
 
 TensorMap confirmation_input(const Task& t, int k, std::uint64_t seed, Prec p) {
@@ -301,7 +297,7 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   bi.instantiated = fmt::format("n = {} keys per row, E = {} value columns, m = {} terms per cell, {} (u = 2^{}, ω = "
                                 "{:g}), evaluated per cell from the source's values",
                                 keys, width, terms, prec_name(p), std::ilogb(u), underflow_error(p));
-  bi.value = gamma_value(keys + terms + 7, u);
+  bi.value = gamma_bound(keys + terms + 7, u);
   bi.relative_to = "Σ_t |x_t|·|c|·P*_t·(|dP_t| + Σ_A + |D_x|) plus κ_D, the forward's own discrepancy";
   bi.n = keys;
   bi.worst_observed = worst;
