@@ -19,7 +19,7 @@ namespace {
 // 12 with AVX2's 16 (16 chains there spilled two of them to the stack every iteration, and the
 // store-to-load round trips held the probe at 50 of the 88 GFLOP/s a Zen 3 core does). The
 // result is summed and returned so nothing is dead code.
-constexpr const char* kKernel = R"(
+constexpr const char* kKernel = R"FPX(
 #include <stdint.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -28,6 +28,8 @@ constexpr const char* kKernel = R"(
 typedef __m512 fpx_v;
 #define FPX_SET1(x) _mm512_set1_ps(x)
 #define FPX_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define FPX_MUL(a, b) _mm512_mul_ps(a, b)
+#define FPX_ADD(a, b) _mm512_add_ps(a, b)
 static float fpx_hsum(fpx_v v) { return _mm512_reduce_add_ps(v); }
 const char* fpx_peak_kind(void) { return "avx512 fma"; }
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -37,6 +39,8 @@ const char* fpx_peak_kind(void) { return "avx512 fma"; }
 typedef __m256 fpx_v;
 #define FPX_SET1(x) _mm256_set1_ps(x)
 #define FPX_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define FPX_MUL(a, b) _mm256_mul_ps(a, b)
+#define FPX_ADD(a, b) _mm256_add_ps(a, b)
 static float fpx_hsum(fpx_v v) {
   float t[8];
   _mm256_storeu_ps(t, v);
@@ -50,6 +54,8 @@ const char* fpx_peak_kind(void) { return "avx2 fma"; }
 typedef float fpx_v;
 #define FPX_SET1(x) (x)
 #define FPX_FMA(a, b, c) fmaf(a, b, c)
+#define FPX_MUL(a, b) ((a) * (b))
+#define FPX_ADD(a, b) ((a) + (b))
 static float fpx_hsum(fpx_v v) { return v; }
 const char* fpx_peak_kind(void) { return "scalar fmaf"; }
 #endif
@@ -57,33 +63,64 @@ const char* fpx_peak_kind(void) { return "scalar fmaf"; }
 int fpx_peak_lanes(void) { return FPX_LANES; }
 int fpx_peak_chains(void) { return FPX_CHAINS; }
 
-/* Runs `iters` iterations of FPX_CHAINS FMAs on each of `threads` threads; returns a checksum. */
-float fpx_peak_run(int64_t iters, int threads) {
-  float total = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-  {
-    fpx_v b = FPX_SET1(0.999999f), c = FPX_SET1(1e-7f);
-    fpx_v a0 = FPX_SET1(1.0f), a1 = FPX_SET1(1.1f), a2 = FPX_SET1(1.2f), a3 = FPX_SET1(1.3f);
-    fpx_v a4 = FPX_SET1(1.4f), a5 = FPX_SET1(1.5f), a6 = FPX_SET1(1.6f), a7 = FPX_SET1(1.7f);
-    fpx_v a8 = FPX_SET1(1.8f), a9 = FPX_SET1(1.9f), a10 = FPX_SET1(2.0f), a11 = FPX_SET1(2.1f);
-    fpx_v a12 = FPX_SET1(2.2f), a13 = FPX_SET1(2.3f), a14 = FPX_SET1(2.4f), a15 = FPX_SET1(2.5f);
-    for (int64_t i = 0; i < iters; ++i) {
-      a0 = FPX_FMA(a0, b, c); a1 = FPX_FMA(a1, b, c); a2 = FPX_FMA(a2, b, c); a3 = FPX_FMA(a3, b, c);
-      a4 = FPX_FMA(a4, b, c); a5 = FPX_FMA(a5, b, c); a6 = FPX_FMA(a6, b, c); a7 = FPX_FMA(a7, b, c);
-      a8 = FPX_FMA(a8, b, c); a9 = FPX_FMA(a9, b, c); a10 = FPX_FMA(a10, b, c); a11 = FPX_FMA(a11, b, c);
-#if FPX_CHAINS == 16
-      a12 = FPX_FMA(a12, b, c); a13 = FPX_FMA(a13, b, c); a14 = FPX_FMA(a14, b, c); a15 = FPX_FMA(a15, b, c);
-#endif
-    }
-    total += fpx_hsum(a0) + fpx_hsum(a1) + fpx_hsum(a2) + fpx_hsum(a3) + fpx_hsum(a4) + fpx_hsum(a5) +
-             fpx_hsum(a6) + fpx_hsum(a7) + fpx_hsum(a8) + fpx_hsum(a9) + fpx_hsum(a10) + fpx_hsum(a11);
-#if FPX_CHAINS == 16
-    total += fpx_hsum(a12) + fpx_hsum(a13) + fpx_hsum(a14) + fpx_hsum(a15);
-#endif
+/* FPX_STEP(a) is one step of a chain: an FMA, or (UNFUSED) a multiply and a separate add, which
+   is all flashproof's own code may use (-ffp-contract=off). */
+#define FPX_KERNEL(NAME, STEP)                                                                        \
+  float NAME(int64_t iters, int threads) {                                                            \
+    float total = 0.0f;                                                                               \
+    _Pragma("omp parallel num_threads(threads) reduction(+ : total)") {                              \
+      fpx_v b = FPX_SET1(0.999999f), c = FPX_SET1(1e-7f);                                             \
+      fpx_v a0 = FPX_SET1(1.0f), a1 = FPX_SET1(1.1f), a2 = FPX_SET1(1.2f), a3 = FPX_SET1(1.3f);       \
+      fpx_v a4 = FPX_SET1(1.4f), a5 = FPX_SET1(1.5f), a6 = FPX_SET1(1.6f), a7 = FPX_SET1(1.7f);       \
+      fpx_v a8 = FPX_SET1(1.8f), a9 = FPX_SET1(1.9f), a10 = FPX_SET1(2.0f), a11 = FPX_SET1(2.1f);     \
+      fpx_v a12 = FPX_SET1(2.2f), a13 = FPX_SET1(2.3f), a14 = FPX_SET1(2.4f), a15 = FPX_SET1(2.5f);   \
+      for (int64_t i = 0; i < iters; ++i) {                                                           \
+        STEP(a0); STEP(a1); STEP(a2); STEP(a3); STEP(a4); STEP(a5); STEP(a6); STEP(a7);               \
+        STEP(a8); STEP(a9); STEP(a10); STEP(a11);                                                     \
+        if (FPX_CHAINS == 16) { STEP(a12); STEP(a13); STEP(a14); STEP(a15); }                         \
+      }                                                                                               \
+      total += fpx_hsum(a0) + fpx_hsum(a1) + fpx_hsum(a2) + fpx_hsum(a3) + fpx_hsum(a4) +             \
+               fpx_hsum(a5) + fpx_hsum(a6) + fpx_hsum(a7) + fpx_hsum(a8) + fpx_hsum(a9) +             \
+               fpx_hsum(a10) + fpx_hsum(a11);                                                         \
+      if (FPX_CHAINS == 16) total += fpx_hsum(a12) + fpx_hsum(a13) + fpx_hsum(a14) + fpx_hsum(a15);   \
+    }                                                                                                 \
+    return total;                                                                                     \
   }
-  return total;
+#define FPX_STEP_FMA(a) a = FPX_FMA(a, b, c)
+#define FPX_STEP_UNFUSED(a) a = FPX_ADD(FPX_MUL(a, b), c)
+/* Run `iters` iterations of FPX_CHAINS steps on each of `threads` threads; return a checksum. */
+FPX_KERNEL(fpx_peak_run, FPX_STEP_FMA)
+FPX_KERNEL(fpx_peak_run_unfused, FPX_STEP_UNFUSED)
+)FPX";
+
+}  // namespace
+
+namespace {
+
+using PeakKernel = float (*)(std::int64_t, int);
+
+// The best of three timed runs of `run` sized to about `target_seconds` (after a warm-up that
+// sizes it), in seconds, and the iterations it ran.
+std::pair<double, std::int64_t> time_kernel(PeakKernel run, int threads, double target_seconds) {
+  volatile float sink = 0;
+  std::int64_t iters = 1 << 16;
+  double secs = 0;
+  for (;;) {  // grow until one run takes a tenth of the target (also the warm-up)
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + run(iters, threads);
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (secs > target_seconds / 10 || iters > (std::int64_t{1} << 40)) break;
+    iters *= 4;
+  }
+  iters = static_cast<std::int64_t>(static_cast<double>(iters) * target_seconds / std::max(secs, 1e-6));
+  double best = 1e300;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + run(iters, threads);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return {best, iters};
 }
-)";
 
 }  // namespace
 
@@ -97,33 +134,21 @@ PeakMeasurement measure_f32_peak(const ExecOptions& opts, double target_seconds)
   j.cache_dir = opts.cache_dir;
   j.use_cache = opts.use_cache;
   JitResult jit = jit_compile_c(kKernel, j);
-  auto run = reinterpret_cast<float (*)(std::int64_t, int)>(jit.object->symbol("fpx_peak_run"));
+  auto run = reinterpret_cast<PeakKernel>(jit.object->symbol("fpx_peak_run"));
+  auto run_unfused = reinterpret_cast<PeakKernel>(jit.object->symbol("fpx_peak_run_unfused"));
   auto lanes = reinterpret_cast<int (*)()>(jit.object->symbol("fpx_peak_lanes"));
   auto chains = reinterpret_cast<int (*)()>(jit.object->symbol("fpx_peak_chains"));
   auto kind = reinterpret_cast<const char* (*)()>(jit.object->symbol("fpx_peak_kind"));
-  if (!run || !lanes || !chains || !kind) throw ExecError("the peak kernel lacks its entry points");
+  if (!run || !run_unfused || !lanes || !chains || !kind) throw ExecError("the peak kernel lacks its entry points");
   PeakMeasurement m;
   m.threads = resolve_c_threads(opts.threads);
   m.instruction = kind();
-  volatile float sink = 0;
-  std::int64_t iters = 1 << 16;
-  double secs = 0;
-  for (;;) {  // grow until one run takes a tenth of the target (also the warm-up)
-    const auto t0 = std::chrono::steady_clock::now();
-    sink = sink + run(iters, m.threads);
-    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (secs > target_seconds / 10 || iters > (std::int64_t{1} << 40)) break;
-    iters *= 4;
-  }
-  iters = static_cast<std::int64_t>(static_cast<double>(iters) * target_seconds / std::max(secs, 1e-6));
-  double best = 1e300;
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    sink = sink + run(iters, m.threads);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  m.seconds = best;
-  m.gflops = 2.0 * chains() * lanes() * static_cast<double>(iters) * m.threads / best / 1e9;
+  const double flops_per_iter = 2.0 * chains() * lanes() * m.threads;  // a step is 2 flops either way
+  const auto [secs, iters] = time_kernel(run, m.threads, target_seconds);
+  m.seconds = secs;
+  m.gflops = flops_per_iter * static_cast<double>(iters) / secs / 1e9;
+  const auto [usecs, uiters] = time_kernel(run_unfused, m.threads, target_seconds);
+  m.unfused_gflops = flops_per_iter * static_cast<double>(uiters) / usecs / 1e9;
   return m;
 }
 

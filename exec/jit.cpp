@@ -207,7 +207,8 @@ std::vector<std::string> split_flags(const std::string& flags) {
 }
 
 std::string default_c_flags() {
-  return "-O3 -march=native -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp -fPIC -shared";
+  return "-O3 -march=native -mprefer-vector-width=512 -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp -fPIC "
+         "-shared";
 }
 
 std::string configured_cache_dir() {

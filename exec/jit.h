@@ -23,9 +23,12 @@
 
 namespace fp {
 
-// -O3 -march=native -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp -fPIC -shared.
-// (-fno-math-errno only lets sqrt be inlined: it changes no value. -ffp-contract=off and the
-// absence of any fast-math flag are what the semantics need: docs/executors.md.)
+// -O3 -march=native -mprefer-vector-width=512 -ffp-contract=off -fno-fast-math -fno-math-errno
+// -fopenmp -fPIC -shared. (-fno-math-errno only lets sqrt be inlined: it changes no value.
+// -mprefer-vector-width=512 lets GCC use the whole AVX-512 register for a lane band of 16 rows, where
+// it would otherwise split it in two 256-bit halves; lanes are independent, so no value changes, and
+// it is ignored without AVX-512. -ffp-contract=off and the absence of any fast-math flag are what
+// the semantics need: docs/executors.md.)
 std::string default_c_flags();
 
 struct JitOptions {

@@ -162,8 +162,10 @@ void bench_peak(const BenchOptions& o) {
   require_available(*ex);
   const PeakMeasurement pk = measure_f32_peak(eo);
   write_text_output(o.output, fmt::format("measured f32 peak: {:.1f} GFLOP/s ({}, {} thread{}, same compiler "
-                                          "and flags)\n",
-                                          pk.gflops, pk.instruction, pk.threads, pk.threads == 1 ? "" : "s"));
+                                          "and flags); without FMA: {:.1f} GFLOP/s (a multiply and an add, "
+                                          "all flashproof's code may use)\n",
+                                          pk.gflops, pk.instruction, pk.threads, pk.threads == 1 ? "" : "s",
+                                          pk.unfused_gflops));
 }
 
 void bench_attention(const BenchOptions& o) {

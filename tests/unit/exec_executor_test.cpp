@@ -15,6 +15,7 @@
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "jit_test_options.h"
+#include "exec/cpu_peak.h"
 #include "exec/executor.h"
 #include "exec/interleaved_timing.h"
 #include "exec/jit.h"
@@ -224,6 +225,20 @@ TEST(ExecExecutor, CompilerIsRunWithAnArgumentVectorNeverAShell) {
   ExecOptions o = test_options();
   o.cc = "no-such-compiler-$(id)";
   EXPECT_FALSE(make_executor("c", o)->available().ok);
+}
+
+// The peak probe measures both ceilings: FMA chains and the same chains as a multiply then an
+// add (what flashproof's -ffp-contract=off code may use). A step is two flops either way, so the
+// unfused figure cannot exceed the fused one by more than the timing noise.
+TEST(CpuPeak, MeasuresTheFmaAndTheUnfusedCeilings) {
+  ExecOptions o = test_options();
+  o.threads = 1;
+  const PeakMeasurement m = measure_f32_peak(o, 0.03);
+  EXPECT_FALSE(m.instruction.empty());
+  EXPECT_EQ(m.threads, 1);
+  EXPECT_TRUE(std::isfinite(m.gflops) && m.gflops > 0.1) << m.gflops;
+  EXPECT_TRUE(std::isfinite(m.unfused_gflops) && m.unfused_gflops > 0.1) << m.unfused_gflops;
+  EXPECT_LT(m.unfused_gflops, 1.5 * m.gflops) << m.instruction;
 }
 
 }  // namespace
