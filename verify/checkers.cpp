@@ -25,6 +25,7 @@ std::vector<Checker> product_checkers() {
       block_fold_sum_bound_checker(),
       block_fold_output_bound_checker(),
       fused_backward_bound_checker(),
+      fused_backward_dv_checker(),
   };
 }
 

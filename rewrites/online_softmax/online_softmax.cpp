@@ -249,8 +249,9 @@ Member online_softmax_member() {
                 "D = sum(dO*O) and three nests (over the query rows into dQ, over the keys into dK and dV) "
                 "recomputing p, dp and ds = chain(p*(dp - D)) per pair (in blocks of up to 64, in tiles, where the chain allows): "
                 "no [seq, seq] gradient buffer",
-                {ClaimSpec{"backward-dv", ObligationKind::Exact, "bitwise",
-                           "dV receives the composed products p*dO in the same order, p recomputed bit for bit"},
+                {ClaimSpec{"backward-dv", ObligationKind::Exact, "bitwise.fused-backward-dv",
+                           "dV receives the composed products p*dO in the same order, p recomputed bit for bit; the "
+                           "order for every size of the blocked template"},
                  ClaimSpec{"backward-dq", ObligationKind::Bounded, "certified-bound.fused-backward",
                            "dQ is the composed gradient within the fused backward's bound per cell (docs/bounds.md §8); refuted when it computes another function"},
                  ClaimSpec{"backward-dk", ObligationKind::Bounded, "certified-bound.fused-backward",

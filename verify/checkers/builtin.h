@@ -13,5 +13,6 @@ Checker online_normalizer_bound_checker();
 Checker block_fold_sum_bound_checker();
 Checker block_fold_output_bound_checker();
 Checker fused_backward_bound_checker();
+Checker fused_backward_dv_checker();
 
 }  // namespace fp::verify

@@ -196,6 +196,21 @@ std::vector<InductionStep> prove_fold_output_induction(const InductionQuery& q, 
 // (floor(sk / b) blocks: the tail's keys uncovered, tail.cover sat).
 std::vector<InductionStep> prove_block_cover(Prec state, const SmtLimits& limits, bool floor_blocks = false);
 
+// The fused backward's blocked pair loop (verify/fused_backward_order.h): main iterations (blk, j),
+// 0 <= blk < NB, 0 <= j < B, read pair a_blk·blk + a_j·j + c0 (the coefficients the program's
+// index has); with a tail, iterations 0 <= j < R read pair t_j·j + B·NB. For every NB >= 0 and
+// (with a tail) every 1 <= R < B, over n = B·NB + R pairs: main.order, main.range, main.cover,
+// tail.order, tail.range, tail.cover — together, every pair 0 <= t < n is read exactly once, in
+// ascending order (the main loop's before the tail's). Each fact is one unsat query; a dump
+// path is a prefix (PREFIX-NAME.smt2).
+struct BlockedOrderQuery {
+  std::int64_t block = 1;                          // B: the cell loop's extent
+  std::int64_t blk_coef = 0, j_coef = 0, offset = 0;  // the main loop's pair index
+  bool tail = false;
+  std::int64_t tail_j_coef = 0;                    // the tail's pair index: t_j·j + B·NB
+};
+std::vector<InductionStep> prove_blocked_order(const BlockedOrderQuery& q, const SmtLimits& limits);
+
 // The γ calculus the fused backward's bound is assembled with (verify/smt/gamma_calculus.cpp,
 // docs/bounds.md §8), for every unit roundoff 0 < u <= 2^-8 and every size with size·u <= 1/2:
 // Higham's product rule (1 + θ_j)(1 + θ_k) = 1 + θ_{j+k}, monotonicity, one more rounding or
