@@ -136,6 +136,23 @@ std::vector<Mutant> fused_backward_mutants(const Routine& tgt, const Application
         if (!is_binary(x, BinOp::Mul) || x->args[1]->kind != ExprKind::Const) return x;
         return x->args[0];
       }));
+  // The skips of fully masked blocks.
+  add("skip-guard-off-by-one",
+      "a block's live condition tested one pair inward (a block whose only live pair is its first key, or "
+      "its last query row, is skipped)",
+      with_body(tgt, map_stmt(tgt.body, [&](const StmtP& s) -> StmtP {
+                  if (s->kind != StmtKind::If || !s->value) return s;
+                  auto c = std::make_shared<Stmt>(*s);
+                  bool shifted = false;
+                  c->value = map_expr(s->value, [&](const ExprP& x) -> ExprP {
+                    if (shifted || !is_binary(x, BinOp::Lt) || x->args[0]->kind != ExprKind::EmbedIndex) return x;
+                    shifted = true;
+                    auto a = std::make_shared<Expr>(*x->args[0]);
+                    a->indices[0].offset += 1;
+                    return binary(BinOp::Lt, a, x->args[1], x->prec);
+                  });
+                  return c;
+                })));
   // The gradients.
   add("dk-contracts-k", "dK accumulates k·ds instead of q·ds", map_sets(tgt, "os_bwd_grad_dk", rename(q, k)));
   add("dv-skips-first-query", "dV's contraction skips each block's first query row",

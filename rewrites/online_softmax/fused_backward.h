@@ -36,11 +36,19 @@
 // where and the scale act on ds only: a masked cell gives the composed 0 exactly). Each nest writes
 // only its own gradient, its outer loops indexing it (no races), its cells accumulated over the
 // same key (query) order as the composed contraction.
+// SKIPS (blocked form): when x = where(pred, ·, fill) with pred an i32 predicate of the indices
+// monotone in the block's cell (lt of affine indices, and max / min of such: causal, padding and
+// prefix masks), the steps that only feed where's live branch — S's zero and contraction and the
+// chain before x; with a link 0 + where(pred, ds, 0), dp's zero and contraction, ds and the links
+// before it — run under `if live`, live = pred at the block's cell where it is true longest (its
+// first if pred can only fall along the block, its last if it can only rise). A block every cell
+// of which is masked then skips its score and dp contractions; the wheres still run and select the
+// fill and 0 as before, whatever the tiles hold: bit for bit the same values.
 //
 // CLAIMS: exact `backward-dv` (dV: the same products in the same order, p bit for bit); bounded
 // `backward-dq` and `backward-dk` (ds reassociates the composed (dP / l + lg)·e, and D is Σ dO·O
-// instead of Σ_t p·dP): their certified bound is not derived yet, so verify ends them unknown
-// (no registered checker), never proved.
+// instead of Σ_t p·dP; certified per cell: docs/bounds.md §8). The per-cell summation order of the
+// three gradients is proved for every size of the blocked template (verify/fused_backward_order.h).
 //
 // DECLINES (the backward stays composed; code in brackets):
 //   [no-normalizer]           a composed softmax backward (an l.grad term −e / (l·l)) in a routine

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "core/ir_visit.h"
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/online_softmax/fused_backward_match.h"
 
@@ -368,6 +369,7 @@ class Emitter {
                           return e.name == order[i - 1] ? cell(tp, xp) : nullptr;
                         }))}));
       }
+      const std::size_t dp_from = st.size();
       if (with_ds) {
         // dp := 0 + Σ_c0 A's product; ds := p·(dp − D), then each link 0 + f(ds).
         st.push_back(over(count, {set(tdp, tix, constant(0.0, dpp))}));
@@ -394,6 +396,7 @@ class Emitter {
                    }))}));
         }
       }
+      skip_masked_steps(st, dp_from, j, count, cell(tp, xp), with_ds ? cell(tds, bm_.sp) : nullptr);
       // The gradient's row, in its tile: over its channel, each cell accumulating the block's pairs
       // in order.
       const std::string replaced = with_ds ? bm_.ds : bm_.p;
@@ -421,6 +424,87 @@ class Emitter {
     for (StmtP& st : blocks) body.push_back(std::move(st));
     body.push_back(loop(channel, {set(grad, grad_at, get(tg, gix, gp))}));
     return loops(outer, std::move(body));
+  }
+
+  // How an i32 predicate of the indices changes as the block's cell `j` grows: -1 it can only turn
+  // from true to false, +1 only from false to true, 0 it does not depend on j, 2 anything else.
+  // Leaves are lt of affine indices (a < b turns false as j grows when a - b grows with j); max and
+  // min of two predicates (or, and) keep a shared direction.
+  static int direction(const ExprP& e, const std::string& j) {
+    if (!e || e->prec != Prec::I32) return 2;
+    if (e->kind == ExprKind::Const) return 0;
+    if (e->kind != ExprKind::Binary) return 2;
+    auto coef = [&](const ExprP& a) -> std::optional<std::int64_t> {
+      if (a->prec != Prec::I32) return std::nullopt;
+      if (a->kind == ExprKind::Const) return 0;
+      if (a->kind != ExprKind::EmbedIndex) return std::nullopt;
+      std::int64_t c = 0;
+      for (const auto& t : a->indices[0].canonical().terms)
+        if (t.sym == j) c += t.coef;
+      return c;
+    };
+    switch (e->binop()) {
+      case BinOp::Lt: {
+        const auto a = coef(e->args[0]), b = coef(e->args[1]);
+        if (!a || !b) return 2;
+        return *a > *b ? -1 : *a < *b ? 1 : 0;
+      }
+      case BinOp::Max:
+      case BinOp::Min: {
+        const int x = direction(e->args[0], j), y = direction(e->args[1], j);
+        if (x == 2 || y == 2 || (x != 0 && y != 0 && x != y)) return 2;
+        return x != 0 ? x : y;
+      }
+      default:
+        return 2;
+    }
+  }
+
+  // Skipping masked blocks (fused_backward.h, EMITS, "skips"). When the line computes p through
+  // x = where(pred, T, fill) with T the score tile, the steps before that where (S's zero, its
+  // contraction and the chain up to x) only feed its first branch, which a cell with pred false
+  // never reads; likewise, when a link is 0 + where(pred, ds, 0) with the same pred, dp's zero and
+  // contraction, ds := p·(dp − D) and the links before it only feed that branch. A block whose
+  // cells all have pred false reads neither, so these steps run under `if live`, live = pred at the
+  // cell where a monotone pred is true longest (j = 0 if it can only fall as j grows, the block's
+  // last cell if it can only rise): a causal mask's fully masked blocks then skip the block's score
+  // and dp contractions. The where still runs and selects the fill (or 0) as before, from whatever
+  // the tile holds: every value is the same, bit for bit.
+  void skip_masked_steps(std::vector<StmtP>& st, std::size_t dp_from, const std::string& j, std::int64_t count,
+                         const ExprP& score_cell, const ExprP& ds_cell) {
+    auto value_of = [](const StmtP& s) -> const ExprP& { return s->body.at(0)->value; };  // over(count, {set})
+    std::optional<std::size_t> where_at;
+    ExprP pred;
+    for (std::size_t i = 2; i < dp_from && !where_at; ++i) {
+      const ExprP& v = value_of(st[i]);
+      if (v && v->kind == ExprKind::Ternary && v->ternop() == TernOp::Where && equal(v->args[1], score_cell)) {
+        where_at = i;
+        pred = v->args[0];
+      }
+    }
+    if (!where_at) return;
+    const int dir = direction(pred, j);
+    if (dir == 2) return;
+    const ExprP live = transplant(pred, {{j, Index::fixed(dir > 0 ? count - 1 : 0)}}, [](const Expr&) { return nullptr; });
+    std::optional<std::size_t> mask_link;
+    if (ds_cell)
+      for (std::size_t i = dp_from + 3; i < st.size() && !mask_link; ++i) {
+        bool found = false;
+        for_each_expr(value_of(st[i]), [&](const Expr& e) {
+          found = found || (e.kind == ExprKind::Ternary && e.ternop() == TernOp::Where && equal(e.args[0], pred) &&
+                            equal(e.args[1], ds_cell) && e.args[2]->kind == ExprKind::Const && e.args[2]->value == 0);
+        });
+        if (found) mask_link = i;
+      }
+    std::vector<StmtP> out;
+    out.push_back(if_(live, std::vector<StmtP>(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(*where_at))));
+    const std::size_t dp_end = mask_link ? *mask_link : dp_from;
+    out.insert(out.end(), st.begin() + static_cast<std::ptrdiff_t>(*where_at), st.begin() + static_cast<std::ptrdiff_t>(dp_from));
+    if (mask_link)
+      out.push_back(if_(live, std::vector<StmtP>(st.begin() + static_cast<std::ptrdiff_t>(dp_from),
+                                                 st.begin() + static_cast<std::ptrdiff_t>(dp_end))));
+    out.insert(out.end(), st.begin() + static_cast<std::ptrdiff_t>(dp_end), st.end());
+    st = std::move(out);
   }
 
   // One gradient nest: the outer loops, the pair, the contraction over its channel.

@@ -65,6 +65,7 @@
 # CHECK-NEXT: os_bwd_grad_dq[bw_head_width, bw_b, bw_s, bw_h] = grad_q[bw_b, bw_s, bw_h, bw_head_width]
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_block in 0..0 {
+# CHECK-NEXT: if lt.i32(idx.i32(4*bw_block), idx.i32(bw_s + 2)) {
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = 0:f32
 # CHECK-NEXT: }
@@ -75,6 +76,7 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = mul.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], 0.7071067690849304:f32)
+# CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], -inf:f32)
@@ -88,6 +90,7 @@
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h] = div.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], row_sum[bw_b, bw_s, bw_h])
 # CHECK-NEXT: }
+# CHECK-NEXT: if lt.i32(idx.i32(4*bw_block), idx.i32(bw_s + 2)) {
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = 0:f32
 # CHECK-NEXT: }
@@ -101,6 +104,7 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h])
+# CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j in 0..3 {
 # CHECK-NEXT: os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_dprob_dq[bw_j, bw_b, bw_s, bw_h], 0:f32))
@@ -133,6 +137,7 @@
 # CHECK-NEXT: os_bwd_grad_dk[bw_head_width, bw_b, bw_t, bw_h] = grad_k[bw_b, bw_t, bw_h, bw_head_width]
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_block_2 in 0..0 {
+# CHECK-NEXT: if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + 4)) {
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = 0:f32
 # CHECK-NEXT: }
@@ -143,6 +148,7 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], 0.7071067690849304:f32)
+# CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + bw_j_2 + 2)), os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], -inf:f32)
@@ -156,6 +162,7 @@
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h] = div.f32(os_bwd_probs_dk[bw_j_2, bw_b, bw_t, bw_h], row_sum[bw_b, 3*bw_block_2 + bw_j_2, bw_h])
 # CHECK-NEXT: }
+# CHECK-NEXT: if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + 4)) {
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = 0:f32
 # CHECK-NEXT: }
@@ -169,6 +176,7 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h])
+# CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_2 in 0..2 {
 # CHECK-NEXT: os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h] = add.f32(0:f32, where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_2 + bw_j_2 + 2)), os_bwd_dprob_dk[bw_j_2, bw_b, bw_t, bw_h], 0:f32))
@@ -198,6 +206,7 @@
 # CHECK-NEXT: os_bwd_grad_dv[bw_value_width, bw_b, bw_t, bw_h] = grad_v[bw_b, bw_t, bw_h, bw_value_width]
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_block_3 in 0..0 {
+# CHECK-NEXT: if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 4)) {
 # CHECK-NEXT: for bw_j_3 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = 0:f32
 # CHECK-NEXT: }
@@ -208,6 +217,7 @@
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_3 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = mul.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], 0.7071067690849304:f32)
+# CHECK-NEXT: }
 # CHECK-NEXT: }
 # CHECK-NEXT: for bw_j_3 in 0..2 {
 # CHECK-NEXT: os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h] = where.f32(lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + bw_j_3 + 2)), os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], -inf:f32)
