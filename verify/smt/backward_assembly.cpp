@@ -154,9 +154,7 @@ std::vector<InductionStep> prove_backward_assembly(const SmtLimits& limits, bool
     z3::solver s(c);
     detail::apply_limits(c, s, limits);
     s.add(c.parse_string((std::string(kPrelude) + text).c_str()));
-    SmtLimits lim = limits;
-    if (!lim.dump_path.empty()) lim.dump_path += std::string("-") + st.name + ".smt2";
-    out.push_back(InductionStep{st.name, st.statement, detail::run_check(s, lim)});
+    out.push_back(detail::run_step(s, st.name, st.statement, limits));
   }
   return out;
 }

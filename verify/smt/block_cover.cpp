@@ -29,14 +29,7 @@ struct Cover {
 
 InductionStep integer_query(const std::string& name, const std::string& statement, const SmtLimits& limits,
                             bool floor_blocks, const std::function<z3::expr(Cover&)>& negation) {
-  Cover v(floor_blocks);
-  z3::solver s(v.c);
-  detail::apply_limits(v.c, s, limits);
-  s.add(v.sizes());
-  s.add(negation(v));
-  SmtLimits lim = limits;
-  if (!lim.dump_path.empty()) lim.dump_path += "-" + name + ".smt2";
-  return InductionStep{name, statement, detail::run_check(s, lim)};
+  return detail::integer_fact<Cover>(name, statement, limits, negation, floor_blocks);
 }
 
 }  // namespace

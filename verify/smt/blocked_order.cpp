@@ -37,14 +37,7 @@ struct Blocks {
 
 InductionStep query(const BlockedOrderQuery& q, const std::string& name, const std::string& statement,
                     const SmtLimits& limits, const std::function<z3::expr(Blocks&)>& negation) {
-  Blocks v(q);
-  z3::solver s(v.c);
-  detail::apply_limits(v.c, s, limits);
-  s.add(v.sizes());
-  s.add(negation(v));
-  SmtLimits lim = limits;
-  if (!lim.dump_path.empty()) lim.dump_path += "-" + name + ".smt2";
-  return InductionStep{name, statement, detail::run_check(s, lim)};
+  return detail::integer_fact<Blocks>(name, statement, limits, negation, q);
 }
 
 }  // namespace

@@ -52,9 +52,7 @@ InductionStep query(const std::string& name, const std::string& statement, const
   const z3::expr neg = negation(r, mutant);
   for (const auto& f : r.facts) s.add(f);
   s.add(neg);
-  SmtLimits lim = limits;
-  if (!lim.dump_path.empty()) lim.dump_path += "-" + name + ".smt2";
-  return InductionStep{name, statement, detail::run_check(s, lim)};
+  return detail::run_step(s, name, statement, limits);
 }
 
 }  // namespace

@@ -140,5 +140,13 @@ z3::expr real_of(z3::context& c, double v) {
   return c.real_val((sign + std::to_string(mi) + "/" + times_pow2("1", -e)).c_str());
 }
 
+InductionStep run_step(z3::solver& s, const std::string& name, const std::string& statement,
+                       const SmtLimits& limits) {
+  SmtLimits lim = limits;
+  if (!lim.dump_path.empty()) lim.dump_path += "-" + name + ".smt2";
+  return InductionStep{name, statement, run_check(s, lim)};
+}
+
 }  // namespace detail
+
 }  // namespace fp::verify::smt

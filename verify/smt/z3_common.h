@@ -4,7 +4,9 @@
 #include <z3++.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "verify/smt/smt.h"
 
@@ -15,6 +17,24 @@ void apply_limits(z3::context& c, z3::solver& s, const SmtLimits& limits);
 
 // Runs check(), fills status / reasons / seconds, and writes the SMT-LIB2 dump if asked.
 SmtOutcome run_check(z3::solver& s, const SmtLimits& limits);
+
+// Runs `s` as the step `name` of a proof (proved when unsat); a dump path in `limits` is a prefix:
+// PREFIX-NAME.smt2.
+InductionStep run_step(z3::solver& s, const std::string& name, const std::string& statement,
+                       const SmtLimits& limits);
+
+// One fact over the integer variables of `Vars` (a struct holding its z3::context `c`, built from
+// `args`, and a `sizes()` constraint): sizes ∧ negation unsat proves it.
+template <class Vars, class... Args>
+InductionStep integer_fact(const std::string& name, const std::string& statement, const SmtLimits& limits,
+                           const std::function<z3::expr(Vars&)>& negation, Args&&... args) {
+  Vars v(std::forward<Args>(args)...);
+  z3::solver s(v.c);
+  apply_limits(v.c, s, limits);
+  s.add(v.sizes());
+  s.add(negation(v));
+  return run_step(s, name, statement, limits);
+}
 
 // An exact rational numeral for a finite double.
 z3::expr real_of(z3::context& c, double v);
