@@ -108,6 +108,7 @@ struct BackwardEmission {
   std::vector<StmtP> stmts;  // D, dQ, dK, dV
   std::vector<Node> nodes;   // D, and the blocked form's tiles
   bool blocked = false;      // at least one nest in the blocked form
+  bool skips = false;        // fully masked blocks skip their score (and dp) steps (SKIPS)
 };
 // `allow_blocks` false: every nest in the per-pair form (tests compare the two bit for bit).
 BackwardEmission emit_backward(const BackwardPlan& plan, const RoutineView& view, NameMinter& names,

@@ -66,6 +66,7 @@ class Emitter {
     nest(bm_.k, nullptr, bm_.chan1, true, "dq");
     nest(bm_.l, &bm_.dk_sig, bm_.chan1, true, "dk");
     nest(bm_.b, &bm_.dv_sig, bm_.chan0, false, "dv");
+    out.skips = skips_;
     return out;
   }
 
@@ -74,6 +75,7 @@ class Emitter {
   const RoutineView& view_;
   NameMinter& names_;
   std::vector<std::string> role_syms_;
+  bool skips_ = false;  // some block's steps run under its live condition
   std::string d_node_;
 
   static std::string sanitize(const std::string& s) {
@@ -496,6 +498,7 @@ class Emitter {
         });
         if (found) mask_link = i;
       }
+    skips_ = true;
     std::vector<StmtP> out;
     out.push_back(if_(live, std::vector<StmtP>(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(*where_at))));
     const std::size_t dp_end = mask_link ? *mask_link : dp_from;
@@ -548,12 +551,14 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
   app.emitted = fmt::format(
       "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: "
       "over "
-      "the query rows into {}, over the keys into {} and {}; {} intermediate{} and {} statement{} consumed",
+      "the query rows into {}, over the keys into {} and {}{}; {} intermediate{} and {} statement{} consumed",
       bm.dout, bm.o, em.nodes[0].name,
       em.blocked ? fmt::format("in blocks of up to {} over the pair's other axis, in tiles", kBackwardBlock)
                  : "in scope locals",
-      bm.dq, bm.dk, bm.dv, plan.consumed_nodes.size(), plan.consumed_nodes.size() == 1 ? "" : "s",
-      plan.consumed.size(), plan.consumed.size() == 1 ? "" : "s");
+      bm.dq, bm.dk, bm.dv,
+      em.skips ? "; a block the mask hides entirely skips its score and dp contractions" : "",
+      plan.consumed_nodes.size(), plan.consumed_nodes.size() == 1 ? "" : "s", plan.consumed.size(),
+      plan.consumed.size() == 1 ? "" : "s");
   Obligation dv;
   dv.kind = ObligationKind::Exact;
   dv.claim = "backward-dv";

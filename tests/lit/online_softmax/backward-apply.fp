@@ -15,7 +15,7 @@
 # RUN: grep -v '^#' %t.fold.fp | diff - %t.again
 # EXPLAIN: round 1: applied online-softmax.fused-backward at statement 24
 # EXPLAIN: matched: x=masked p=probs o=o v=v dO=dout dP=grad_probs dS=grad_scores q=q k=k dQ=grad_q dK=grad_k dV=grad_v
-# EXPLAIN: emitted: the row dot D = Σ dout·o into os_bwd_rowdot_o, and three nests recomputing p, dp and ds per (query, key) pair in blocks of up to 64 over the pair's other axis, in tiles: over the query rows into grad_q, over the keys into grad_k and grad_v; 7 intermediates and 18 statements consumed
+# EXPLAIN: emitted: the row dot D = Σ dout·o into os_bwd_rowdot_o, and three nests recomputing p, dp and ds per (query, key) pair in blocks of up to 64 over the pair's other axis, in tiles: over the query rows into grad_q, over the keys into grad_k and grad_v; a block the mask hides entirely skips its score and dp contractions; 7 intermediates and 18 statements consumed
 # EXPLAIN: claim exact backward-dv
 # EXPLAIN: claim bounded backward-dq
 # EXPLAIN: claim bounded backward-dk
