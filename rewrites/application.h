@@ -54,6 +54,10 @@ struct Application {
   // Role -> node, in a fixed order per shape, e.g. {"x", "scores"}, {"m", "m"}.
   std::vector<std::pair<std::string, std::string>> matched;
   std::string emitted;  // one sentence summarizing what replaced the matched statements
+  // How many new top-level statements replace the anchor, when the member knows (0: the new run
+  // ends where the round's input resumes). verify isolates one application of a round by it
+  // (verify/task.cpp): two applications whose runs are adjacent cannot be told apart otherwise.
+  int anchor_run = 0;
   std::vector<Obligation> obligations;
 };
 

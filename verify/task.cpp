@@ -18,17 +18,19 @@ namespace {
 // `src` with only `app`'s statements rewritten as in `all` (the round's target with every sibling
 // application of the shape). Aligns the two top-level statement lists: a statement the member
 // left alone is the very same pointer (rewrites' rebuild keeps them); an application's anchor
-// (its first statement) is replaced in place by one statement or a run of them (the block fold:
-// the fold, then the definitions it moved behind it, which are the source's own statements); its
+// (its first statement) is replaced in place by one statement or a run of them — as many as the
+// application's anchor_run says, else up to the next source statement (the block fold: the fold,
+// then the definitions it moved behind it, which are the source's own statements); its
 // other statements are either kept (same pointer, at its aligned place) or deleted. Nodes the
 // member declared (the fold's tiles) are added. nullopt when the lists do not align that way.
 std::optional<Routine> isolate(const Routine& src, const Routine& all,
                                const std::vector<const Application*>& siblings, const Application& app) {
   std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(all);
-  std::set<std::size_t> anchors, touched;
+  std::set<std::size_t> touched;
+  std::map<std::size_t, int> anchors;  // anchor position -> its run's length (0: unknown)
   for (const Application* a : siblings) {
     if (a->statements.empty()) return std::nullopt;
-    anchors.insert(static_cast<std::size_t>(a->statements[0] - 1));
+    anchors[static_cast<std::size_t>(a->statements[0] - 1)] = a->anchor_run;
     for (int p : a->statements) touched.insert(static_cast<std::size_t>(p - 1));
   }
   // A replacement run ends at the next statement of T that is a later source statement.
@@ -47,9 +49,14 @@ std::optional<Routine> isolate(const Routine& src, const Routine& all,
       continue;
     }
     if (!touched.count(i)) return std::nullopt;
-    if (anchors.count(i)) {
+    if (auto a = anchors.find(i); a != anchors.end()) {
       if (j >= T.size()) return std::nullopt;
       std::vector<StmtP>& run = replaced[i];
+      if (a->second > 0) {  // the member said how long its run is
+        if (j + static_cast<std::size_t>(a->second) > T.size()) return std::nullopt;
+        for (int n = 0; n < a->second; ++n) run.push_back(T[j++]);
+        continue;
+      }
       run.push_back(T[j++]);
       while (j < T.size() && !later_source(i, T[j])) run.push_back(T[j++]);
     }

@@ -548,6 +548,7 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
   app.matched = {{"x", bm.nz.x},   {"p", bm.p},   {"o", bm.o},   {"v", bm.v},
                  {"dO", bm.dout},  {"dP", bm.dp}, {"dS", bm.ds}, {"q", bm.q_node},
                  {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv}};
+  app.anchor_run = static_cast<int>(em.stmts.size());
   app.emitted = fmt::format(
       "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: "
       "over "
