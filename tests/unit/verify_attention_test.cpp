@@ -97,40 +97,52 @@ TEST(VerifyAttention, LayersDropoutTraining) {
   for (auto n : {"layers-2", "dropout", "train-f32"}) expect_table(n);
 }
 
-// A stacked training step with the fused backward: the two layers' backwards apply in one round,
-// their emitted runs adjacent (layer 2's backward ends where layer 1's begins). Each obligation's
+// A stacked training step with the fused backward (and, with block 2, the fold): the two layers'
+// backwards apply in one round and the two folds in the next, each pair's runs adjacent (layer 2's
+// backward ends where layer 1's begins; nothing is left between the two folds). Each obligation's
 // pair must hold its own application alone (verify/task.cpp isolate, by the application's
-// anchor_run): before, layer 1's pair also held layer 2's fused dQ — the dO layer 1 reads — and its
-// exact dV was refuted although the rewrite is right. Layer 1's dQ and dK read a dO that is not an
-// input (layer 2's dQ), which the bound's identity does not cover: unknown, never refuted.
-TEST(VerifyAttention, StackedTrainingStepIsolatesEachLayersBackward) {
-  AttentionSpec s;
-  s.sq = 4;
-  s.sk = 5;
-  s.d = s.e = 3;
-  s.layers = 2;
-  s.mask = "causal";
-  s.train = true;
-  s.precision = Prec::BF16;
-  Config cfg;
-  cfg.set("online_softmax", "true");
-  cfg.set("online_softmax_backward", "true");
-  TierTasks tt = tier_tasks(build_attention(s), cfg, {}, "stacked.fp", "flashproof verify stacked.fp");
-  EngineOptions o;
-  o.limits = fast_limits();
-  o.use_cache = false;
-  int dv = 0, bounded = 0;
-  for (const Verdict& v : verify_tasks(tt.tasks, o)) {
-    SCOPED_TRACE(v.id + ": " + v.message);
-    EXPECT_NE(v.kind, VerdictKind::Refuted);
-    if (v.claim == "backward-dv") {
-      ++dv;
-      EXPECT_EQ(v.kind, VerdictKind::Exact);
+// anchor_run): before, layer 1's backward pair also held layer 2's fused dQ — the dO layer 1 reads —
+// and its exact dV was refuted although the rewrite is right; likewise layer 2's fold pair held
+// layer 1's fold, whose bounded output layer 2 reads, and its exact max was refuted. Layer 1's dQ
+// and dK read a dO that is not an input (layer 2's dQ), which the bound's identity does not
+// cover: unknown, never refuted.
+TEST(VerifyAttention, StackedTrainingStepIsolatesEachLayersRewrites) {
+  for (const char* block : {"0", "2"}) {
+    SCOPED_TRACE(std::string("online_softmax_block = ") + block);
+    AttentionSpec s;
+    s.sq = 4;
+    s.sk = 5;
+    s.d = s.e = 3;
+    s.layers = 2;
+    s.mask = "causal";
+    s.train = true;
+    s.precision = Prec::BF16;
+    Config cfg;
+    cfg.set("online_softmax", "true");
+    cfg.set("online_softmax_backward", "true");
+    cfg.set("online_softmax_block", block);
+    TierTasks tt = tier_tasks(build_attention(s), cfg, {}, "stacked.fp", "flashproof verify stacked.fp");
+    EngineOptions o;
+    o.limits = fast_limits();
+    o.use_cache = false;
+    int dv = 0, bounded = 0, maxes = 0;
+    for (const Verdict& v : verify_tasks(tt.tasks, o)) {
+      SCOPED_TRACE(v.id + ": " + v.message);
+      EXPECT_NE(v.kind, VerdictKind::Refuted);
+      if (v.claim == "backward-dv") {
+        ++dv;
+        EXPECT_EQ(v.kind, VerdictKind::Exact);
+      }
+      if (v.claim == "fold-max" || v.claim == "normalizer-max") {
+        ++maxes;
+        EXPECT_EQ(v.kind, VerdictKind::Exact);
+      }
+      bounded += v.kind == VerdictKind::Bounded && v.claim.rfind("backward-", 0) == 0;
     }
-    bounded += v.kind == VerdictKind::Bounded && v.claim.rfind("backward-", 0) == 0;
+    EXPECT_EQ(dv, 2);
+    EXPECT_EQ(maxes, 2);
+    EXPECT_EQ(bounded, 2);  // layer 2's dQ and dK
   }
-  EXPECT_EQ(dv, 2);
-  EXPECT_EQ(bounded, 2);  // layer 2's dQ and dK
 }
 
 }  // namespace
