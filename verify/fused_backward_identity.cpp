@@ -118,21 +118,23 @@ struct Context {
   const std::vector<TermP>* dp = nullptr;     // source probability gradient
   const std::vector<TermP>* o = nullptr;      // source forward output
   std::unordered_map<TermP, std::int64_t> p_cell, dp_cell;
-  std::string dout;
+  // The source's output-gradient cells: an input's variables, or the terms a stacked step's later
+  // layer computed them as (its dQ), by value term.
+  std::unordered_map<TermP, std::int64_t> dout_cell;
   Prec prec = Prec::F32;  // the covered gradient's precision: the composed form runs at it throughout
   bool at_p(Prec q) const { return q == prec; }
   std::map<std::int64_t, std::shared_ptr<const BackwardPairTerms::Pairs>> rows;  // memo: lg term id -> row
   std::map<std::int64_t, std::shared_ptr<const BackwardPairTerms::Pairs>> dots;  // memo: D term id -> dot
 };
 
-// The dO cells one dP reads: dP = Σ_e dO_e·v_e from 0, dO_e a variable of the dout node.
-std::vector<TermP> dout_cells_of(TermP dp, const TermStore& store, const std::string& dout, Prec p) {
+// The dO cells one dP reads: dP = Σ_e dO_e·v_e from 0, dO_e the term of a cell of the dout node.
+std::vector<TermP> dout_cells_of(TermP dp, const Context& cx, Prec p) {
   std::vector<TermP> out;
   for (TermP y : summands(dp, "a probability gradient", [p](Prec q) { return q == p; })) {
     if (y->op != TermOp::Mul) fail("a probability gradient's summand is not a product");
     TermP v = nullptr;
     for (TermP a : {y->args[0], y->args[1]})
-      if (a->op == TermOp::Var && store.vars()[a->var].node == dout) v = a;
+      if (!v && cx.dout_cell.count(a)) v = a;
     if (!v) fail("a probability gradient's product reads no output-gradient cell");
     out.push_back(v);
   }
@@ -185,7 +187,7 @@ void check_composed(TermP ng, TermP e, TermP l, TermP dp, Context& cx, BackwardP
 // ds = p·(dP − D) on the target side; fills the pair's terms. The product and the subtraction may
 // run at a precision q within p's (the operands widened exactly), ds then rounded once to p; D may
 // be summed at such a q and rounded once to p.
-void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerms& pair) {
+void check_fused(TermP ds, Context& cx, BackwardPairTerms& pair) {
   const Prec p = cx.prec;
   auto carried = [p](Prec q) { return within(q, p); };
   if (ds->op == TermOp::Cvt && ds->prec == p && carried(ds->args[0]->prec)) ds = ds->args[0];
@@ -208,7 +210,7 @@ void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerm
   pair.e = pt->args[0];
   pair.l = pt->args[1];
   pair.dp = dp;
-  const std::vector<TermP> douts = dout_cells_of(dp, store, cx.dout, p);
+  const std::vector<TermP> douts = dout_cells_of(dp, cx, p);
   std::set<TermP> want(douts.begin(), douts.end()), got;
   auto memo = cx.dots.find(static_cast<std::int64_t>(D->id));
   if (memo != cx.dots.end()) {
@@ -223,7 +225,7 @@ void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerm
     TermP g = strip_widening(y->args[0]), ov = strip_widening(y->args[1]);
     if (!want.count(g)) std::swap(g, ov);
     if (!want.count(g)) fail("the row dot reads an output-gradient cell outside the pair's row");
-    const std::int64_t cell = store.vars()[g->var].cell;
+    const std::int64_t cell = cx.dout_cell.at(g);
     if (cell < 0 || static_cast<std::size_t>(cell) >= cx.o->size() || (*cx.o)[static_cast<std::size_t>(cell)] != ov)
       fail("the row dot pairs dO with another cell of O");
     if (!got.insert(g).second) fail("the row dot counts a value column twice");
@@ -233,7 +235,7 @@ void check_fused(TermP ds, const TermStore& store, Context& cx, BackwardPairTerm
   pair.dot = cx.dots.emplace(static_cast<std::int64_t>(D->id), std::make_shared<const BackwardPairTerms::Pairs>(std::move(dot))).first->second;
 }
 
-BackwardPairTerms check_pair(TermP s_prod, TermP t_prod, const TermStore& store, Context& cx) {
+BackwardPairTerms check_pair(TermP s_prod, TermP t_prod, Context& cx) {
   BackwardPairTerms pair;
   if (s_prod->op != TermOp::Mul || t_prod->op != TermOp::Mul || !cx.at_p(s_prod->prec) || !cx.at_p(t_prod->prec))
     fail("a summand of the gradient is not a product at the gradient's precision");
@@ -262,7 +264,7 @@ BackwardPairTerms check_pair(TermP s_prod, TermP t_prod, const TermStore& store,
     fail("the links between the score gradient and the contraction differ between the two sides");
   pair.scale = cs.scale ? cs.scale->value : 1.0;
   if (!std::isfinite(pair.scale)) fail("the chain's scale is not a finite constant");
-  check_fused(ct.leaf, store, cx, pair);
+  check_fused(ct.leaf, cx, pair);
   check_composed(cs.leaf, pair.e, pair.l, pair.dp, cx, pair);
   return pair;
 }
@@ -278,7 +280,7 @@ BackwardIdentity fused_backward_identity(const Routine& src, const Routine& tgt,
                *dout = src.find_node(roles.dout), *o = src.find_node(roles.o);
     if (!x || !p || !dp || !dout || !o || !tgt.find_node(roles.x))
       fail("a node of the backward's roles is missing from the pair");
-    if (p->dims != dp->dims || o->dims != dout->dims || !dout->is_input)
+    if (p->dims != dp->dims || o->dims != dout->dims)
       fail("the probabilities and their gradient, or O and dO, do not have the same cells");
     const SymMemory ms = symexec(src, store);
     const SymMemory mt = symexec(tgt, store);
@@ -288,7 +290,8 @@ BackwardIdentity fused_backward_identity(const Routine& src, const Routine& tgt,
     cx.o = &ms.at(roles.o);
     cx.p_cell = cell_index(*cx.p);
     cx.dp_cell = cell_index(*cx.dp);
-    cx.dout = roles.dout;
+    const std::vector<TermP>& douts = ms.at(roles.dout);
+    for (std::size_t c = 0; c < douts.size(); ++c) cx.dout_cell.emplace(douts[c], static_cast<std::int64_t>(c));
     cx.prec = x->prec;
     if (!is_float(cx.prec)) fail("the covered gradient is not a floating-point node");
     const auto at_p = [&cx](Prec q) { return cx.at_p(q); };
@@ -306,7 +309,7 @@ BackwardIdentity fused_backward_identity(const Routine& src, const Routine& tgt,
                          yt.size()));
       for (std::size_t i = 0; i < ys.size(); ++i) {
         try {
-          cell.pairs.push_back(check_pair(ys[i], yt[i], store, cx));
+          cell.pairs.push_back(check_pair(ys[i], yt[i], cx));
         } catch (const std::runtime_error& e) {
           fail(fmt::format("cell {} of {}, product {}: {}", c, roles.x, i, e.what()));
         }

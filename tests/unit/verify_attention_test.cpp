@@ -104,8 +104,8 @@ TEST(VerifyAttention, LayersDropoutTraining) {
 // anchor_run): before, layer 1's backward pair also held layer 2's fused dQ — the dO layer 1 reads —
 // and its exact dV was refuted although the rewrite is right; likewise layer 2's fold pair held
 // layer 1's fold, whose bounded output layer 2 reads, and its exact max was refuted. Layer 1's dQ
-// and dK read a dO that is not an input (layer 2's dQ), which the bound's identity does not
-// cover: unknown, never refuted.
+// and dK read a dO that is not an input but layer 2's dQ, whose cells the bound's identity finds by
+// their terms: bounded too (they were unknown while the identity asked for an input).
 TEST(VerifyAttention, StackedTrainingStepIsolatesEachLayersRewrites) {
   for (const char* block : {"0", "2"}) {
     SCOPED_TRACE(std::string("online_softmax_block = ") + block);
@@ -141,7 +141,7 @@ TEST(VerifyAttention, StackedTrainingStepIsolatesEachLayersRewrites) {
     }
     EXPECT_EQ(dv, 2);
     EXPECT_EQ(maxes, 2);
-    EXPECT_EQ(bounded, 2);  // layer 2's dQ and dK
+    EXPECT_EQ(bounded, 4);  // both layers' dQ and dK
   }
 }
 
