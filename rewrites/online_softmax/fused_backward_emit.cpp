@@ -491,8 +491,10 @@ class Emitter {
     std::optional<std::size_t> mask_link;
     if (ds_cell)
       for (std::size_t i = dp_from + 3; i < st.size() && !mask_link; ++i) {
+        const ExprP& v = value_of(st[i]);
+        if (!v) continue;
         bool found = false;
-        for_each_expr(value_of(st[i]), [&](const Expr& e) {
+        for_each_expr(v, [&](const Expr& e) {
           found = found || (e.kind == ExprKind::Ternary && e.ternop() == TernOp::Where && equal(e.args[0], pred) &&
                             equal(e.args[1], ds_cell) && e.args[2]->kind == ExprKind::Const && e.args[2]->value == 0);
         });
