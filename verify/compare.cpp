@@ -111,6 +111,12 @@ double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
     if ((std::isinf(s) && std::isinf(t)) || !c.overflow_tolerant) return INFINITY;
     // One side overflowed: within the bound when the other can reach the overflow threshold.
     const double fin = std::isinf(s) ? t : s, inf = std::isinf(s) ? s : t;
+    // An intermediate up to headroom times the per-cell magnitude (the fold's partial numerators,
+    // of either sign) may have overflowed: outside the no-overflow hypothesis. The magnitude is
+    // widened by 2^-20 for its own f64 rounding (this direction only excuses).
+    if (c.overflow_headroom > 1 &&
+        (static_cast<long double>(mag) + allowed) * c.overflow_headroom * (1 + 0x1p-20L) >= overflow_threshold(c.prec))
+      return 1;
     if (std::signbit(fin) != std::signbit(inf) && fin != 0) return INFINITY;
     return std::fabs(static_cast<long double>(fin)) + allowed >= overflow_threshold(c.prec) ? 1 : INFINITY;
   }

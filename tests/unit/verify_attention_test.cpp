@@ -145,5 +145,32 @@ TEST(VerifyAttention, StackedTrainingStepIsolatesEachLayersRewrites) {
   }
 }
 
+// Self-attention with projections (v = x·w_v): the counterexample search finds inputs where the
+// fold's partial numerators U = Σ e·v overflow while the composed O = Σ (e / l)·v does not (O
+// finite near 1e38, the fold's +inf, even of the other sign). The bound holds in the absence of
+// overflow; such a cell is outside that hypothesis, not a counterexample — fold-output was
+// refuted here until the comparison gave the fold's numerator its headroom of n keys.
+TEST(VerifyAttention, FoldNumeratorOverflowIsNotACounterexample) {
+  AttentionSpec s;
+  s.leaf = false;
+  s.sq = s.sk = 6;
+  s.d = s.e = 3;
+  s.heads = 2;
+  s.mask = "causal";
+  s.train = true;
+  Config cfg;
+  cfg.set("online_softmax", "true");
+  cfg.set("online_softmax_block", "4");
+  TierTasks tt = tier_tasks(build_attention(s), cfg, {}, "self.fp", "flashproof verify self.fp");
+  std::vector<Task> fold;
+  for (const Task& t : tt.tasks)
+    if (t.obligation.claim == "fold-output") fold.push_back(t);
+  ASSERT_EQ(fold.size(), 1u);
+  EngineOptions o;
+  o.limits.mpfr_rows = 2000;  // the default search (1500 trials) is what finds the overflowing inputs
+  o.use_cache = false;
+  for (const Verdict& v : verify_tasks(fold, o)) EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+}
+
 }  // namespace
 }  // namespace fp::verify

@@ -114,5 +114,22 @@ TEST(VerifyCompare, CompareOutputsReturnsTheFirstFailingNodeAndEveryNodesWorst) 
   EXPECT_EQ(compare_outputs({a, b}, src, tgt)->text(), m->text());
 }
 
+// The block fold's partial numerators reach l·Σ|p·v| (1 <= l <= n) and may overflow, with either
+// sign, where the composed O does not: with a headroom of n keys a one-sided infinity whose scale
+// times n reaches the f32 threshold is outside the no-overflow hypothesis (within the bound);
+// without headroom, or with a scale too small to overflow even times n, it is a violation.
+TEST(VerifyCompare, FoldNumeratorHeadroomExcusesOnlyOverflowsItCouldCause) {
+  NodeCheck c = check(NodeCheck::Kind::Scaled, 1e-6);
+  c.overflow_tolerant = true;
+  c.prec = Prec::F32;
+  const Tensor src = tensor({1}, {-4.55e37}), tgt = tensor({1}, {INFINITY});
+  const Tensor big = tensor({1}, {1.0e38}), small = tensor({1}, {1.0e36});
+  EXPECT_FALSE(compare_output(c, src, tgt, &big).ok());  // no headroom: the signs differ
+  c.overflow_headroom = 6;
+  EXPECT_TRUE(compare_output(c, src, tgt, &big).ok());    // 6e38 reaches the f32 threshold
+  EXPECT_FALSE(compare_output(c, src, tgt, &small).ok());  // 6e36 does not
+  EXPECT_FALSE(compare_output(c, src, tensor({1}, {NAN}), &big).ok());  // NaN positions stay exact
+}
+
 }  // namespace
 }  // namespace fp::verify

@@ -25,6 +25,13 @@ namespace fp::verify {
 
 namespace {
 
+// The fold's numerator U = l·O (1 <= l <= n) can overflow where O does not: the bound holds in the
+// absence of overflow (docs/bounds.md §4, §7), so a one-sided infinity whose finite side times n
+// reaches the threshold is outside its hypothesis, not a counterexample.
+void with_numerator_headroom(DownstreamPlan& plan, std::int64_t keys) {
+  for (NodeCheck& c : plan.checks) c.overflow_headroom = static_cast<double>(std::max<std::int64_t>(keys, 1));
+}
+
 std::string fraction(double v) {
   return fmt::format("{:.3g}", v);
 }
@@ -53,10 +60,11 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
                    fmt::format("{} is stored at {}, not at the scores' precision {}: the bound assumes it is", out,
                                prec_name(node->prec), prec_name(bt.storage)));
   std::string why;
-  const auto plan = scaled_reduction_plan(t.src, static_cast<std::size_t>(t.app.statements[0] - 1), fb.rel_z, fb.abs,
-                                          &why, p, fb.kappa);
+  auto plan = scaled_reduction_plan(t.src, static_cast<std::size_t>(t.app.statements[0] - 1), fb.rel_z, fb.abs,
+                                    &why, p, fb.kappa);
   if (!plan || plan->checks[0].node != out)
     return unknown(UnknownReason::Unsupported, "the source's value pass: " + why);
+  with_numerator_headroom(*plan, bt.terms);
   BoundInfo bi;
   bi.formula =
       "|O_fold - O_src| <= rel_z·Σ_j (|P̂_j| + κ)·|v_j| + abs per output cell (docs/bounds.md §7 \"O\": the "
@@ -151,6 +159,7 @@ std::optional<DownstreamPlan> plan_fold_output(const Routine& src, const Applica
   if (!fb.defined) return fail("no certified bound: " + fb.undefined_reason);
   auto plan = scaled_reduction_plan(src, static_cast<std::size_t>(app.statements[0] - 1), fb.rel_z, fb.abs, why, p,
                                     fb.kappa);
+  if (plan) with_numerator_headroom(*plan, bt.terms);
   if (plan)
     plan->bounds.push_back(DownstreamBound{
         plan->checks[0].node,
