@@ -161,7 +161,7 @@ struct TargetOrder {
 };
 
 // The tile form's copies: `tile[c'] = g[c]` before and `g[c] = tile[c']` after, the same lists.
-bool read_copies(const std::vector<Site>& tile_sites, const Site& out, const std::string& g, std::string& tile,
+bool read_copies(const std::vector<Site>& tile_sites, const Site& out, const std::string& g, const std::string& tile,
                  const Site** in, std::string* why) {
   const ExprP& v = out.set->value;
   if (out.set->kind != StmtKind::Set || !v || v->kind != ExprKind::Get || v->name == g || out.guarded ||
@@ -169,7 +169,6 @@ bool read_copies(const std::vector<Site>& tile_sites, const Site& out, const std
     *why = fmt::format("the target's store into {} is not an unguarded copy from a tile: {}", g, print_stmt(*out.set));
     return false;
   }
-  tile = v->name;
   for (const Site& s : tile_sites) {
     const ExprP& c = s.set->value;
     if (s.set->kind == StmtKind::Set && c && c->kind == ExprKind::Get && c->name == g) {
@@ -192,7 +191,7 @@ std::optional<TargetOrder> read_target(const Routine& tgt, const std::string& g,
     return std::nullopt;
   }
   const Site& out = g_sites[0];
-  std::string tile = out.set->value && out.set->value->kind == ExprKind::Get ? out.set->value->name : "";
+  const std::string tile = out.set->value && out.set->value->kind == ExprKind::Get ? out.set->value->name : "";
   const std::vector<Site> tile_sites = sites_writing(tgt, tile);
   const Site* in = nullptr;
   if (!read_copies(tile_sites, out, g, tile, &in, why)) return std::nullopt;

@@ -850,6 +850,7 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
     app.statements.push_back(p + 1);
     app.lines.push_back(view.source_line(p));
   }
+  app.anchor_run = static_cast<int>(emitted.stmts.size());  // the fold, then the moved definitions
   const std::int64_t sk = nz.t.to - nz.t.from + 1;
   const std::int64_t bk = std::min(fm.block, sk);
   app.matched = {{"x", nz.x}, {"m", nz.m}, {"l", nz.l}, {"p", fm.p}, {"o", fm.o}, {"v", fm.v}, {"scores", fm.scores.s}};

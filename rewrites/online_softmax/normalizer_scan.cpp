@@ -487,6 +487,7 @@ Application normalizer_application(const Normalizer& nz, const RoutineView& view
     app.statements.push_back(p + 1);
     app.lines.push_back(view.source_line(p));
   }
+  app.anchor_run = 1;  // the scan replaces the max
   std::string rows;
   std::string row_list;
   for (const auto& r : nz.rows) {

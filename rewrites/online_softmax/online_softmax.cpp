@@ -132,7 +132,6 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
         FoldEmission em = emit_fold(*plan, view, names);
         Application app = fold_application(*plan, view, em);
         app.round = ctx.round;
-        app.anchor_run = static_cast<int>(em.stmts.size());  // the fold, then the moved definitions
         out.applications.push_back(std::move(app));
         for (int p : plan->consumed) {
           replacements[p] = {};
@@ -154,7 +153,6 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
     StmtP scan = emit_normalizer_scan(nz, names);
     Application app = normalizer_application(nz, view, *scan);
     app.round = ctx.round;
-    if (!app.statements.empty() && app.statements.front() == nz.a + 1) app.anchor_run = 1;
     out.applications.push_back(std::move(app));
     replacements[nz.a] = {scan};
     replacements[nz.a_init] = {};
@@ -177,7 +175,6 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
       StmtP s = emit_hoist(h, view, names);
       Application app = hoist_application(h, view, *s);
       app.round = ctx.round;
-      if (!app.statements.empty() && app.statements.front() == p + 1) app.anchor_run = 1;
       out.applications.push_back(std::move(app));
       replacements[p] = {s};
     }

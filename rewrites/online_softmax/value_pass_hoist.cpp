@@ -145,6 +145,7 @@ Application hoist_application(const Hoist& h, const RoutineView& view, const Stm
   app.shape = kValuePassHoistId;
   app.statements = {h.pos + 1};
   app.lines = {view.source_line(h.pos)};
+  app.anchor_run = 1;
   app.matched = {{"target", h.target}, {"w", h.w}, {"v", h.v}};
   auto syms = [](const std::vector<NestLoop>& ls) {
     std::string s;

@@ -25,9 +25,9 @@ namespace fp::verify {
 
 namespace {
 
-// The fold's numerator U = l·O (1 <= l <= n) can overflow where O does not: the bound holds in the
-// absence of overflow (docs/bounds.md §4, §7), so a one-sided infinity whose finite side times n
-// reaches the threshold is outside its hypothesis, not a counterexample.
+// The fold's partial numerators reach l·Σ|p·v| (1 <= l <= n) and can overflow where O does not: the
+// bound holds in the absence of overflow (docs/bounds.md §4, §7), so a one-sided infinity whose
+// per-cell magnitude times n reaches the threshold is outside its hypothesis (NodeCheck::overflow_headroom).
 void with_numerator_headroom(DownstreamPlan& plan, std::int64_t keys) {
   for (NodeCheck& c : plan.checks) c.overflow_headroom = static_cast<double>(std::max<std::int64_t>(keys, 1));
 }
@@ -159,13 +159,13 @@ std::optional<DownstreamPlan> plan_fold_output(const Routine& src, const Applica
   if (!fb.defined) return fail("no certified bound: " + fb.undefined_reason);
   auto plan = scaled_reduction_plan(src, static_cast<std::size_t>(app.statements[0] - 1), fb.rel_z, fb.abs, why, p,
                                     fb.kappa);
-  if (plan) with_numerator_headroom(*plan, bt.terms);
-  if (plan)
-    plan->bounds.push_back(DownstreamBound{
-        plan->checks[0].node,
-        fmt::format("|{0}_tgt - {0}_src| <= rel_z·Σ(|{1}| + κ)·|v| + abs, κ = {2:.3g}, abs = {3:.3g} (docs/bounds.md §7)",
-                    plan->checks[0].node, p, fb.kappa, fb.abs),
-        fb.rel_z, fmt::format("Σ(|{}| + κ)·|v|", p), 0});
+  if (!plan) return plan;
+  with_numerator_headroom(*plan, bt.terms);
+  plan->bounds.push_back(DownstreamBound{
+      plan->checks[0].node,
+      fmt::format("|{0}_tgt - {0}_src| <= rel_z·Σ(|{1}| + κ)·|v| + abs, κ = {2:.3g}, abs = {3:.3g} (docs/bounds.md §7)",
+                  plan->checks[0].node, p, fb.kappa, fb.abs),
+      fb.rel_z, fmt::format("Σ(|{}| + κ)·|v|", p), 0});
   return plan;
 }
 
