@@ -11,6 +11,7 @@
 #include "frontend/autodiff.h"
 #include "frontend/lower.h"
 #include "core/numerics.h"
+#include "core/random_inputs.h"
 
 namespace fp {
 
@@ -23,14 +24,15 @@ using namespace fp::fe;
 }
 
 struct Mask {
-  enum Kind { None, Causal, Prefix, Padding } kind = None;
-  std::int64_t n = 0;
+  enum Kind { None, Causal, Prefix, Padding, Banded, Random } kind = None;
+  std::int64_t n = 0;  // prefix and padding: keys; banded: the window; random: the seed
 };
 
 Mask parse_mask(const std::string& text, std::int64_t sk) {
   if (text == "none") return {};
   if (text == "causal") return {Mask::Causal, 0};
-  for (auto [prefix, kind] : {std::pair{"prefix:", Mask::Prefix}, std::pair{"padding:", Mask::Padding}}) {
+  for (auto [prefix, kind] : {std::pair{"prefix:", Mask::Prefix}, std::pair{"padding:", Mask::Padding},
+                              std::pair{"banded:", Mask::Banded}, std::pair{"random:", Mask::Random}}) {
     std::string_view p(prefix);
     if (text.rfind(p, 0) != 0) continue;
     std::string_view num = std::string_view(text).substr(p.size());
@@ -38,10 +40,14 @@ Mask parse_mask(const std::string& text, std::int64_t sk) {
     auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
     if (num.empty() || ec != std::errc() || end != num.data() + num.size() || n < 0)
       usage(fmt::format("mask '{}': expected a non-negative integer after '{}'", text, p));
-    if (n > sk) usage(fmt::format("mask '{}': {} is more than the {} keys", text, n, sk));
+    if ((kind == Mask::Prefix || kind == Mask::Padding) && n > sk)
+      usage(fmt::format("mask '{}': {} is more than the {} keys", text, n, sk));
+    if (kind == Mask::Banded && (n < 1 || n > kMaxAttentionSize))
+      usage(fmt::format("mask '{}': expected a window width from 1 to {}", text, kMaxAttentionSize));
     return {kind, n};
   }
-  usage(fmt::format("unknown mask '{}': expected none, causal, prefix:N or padding:N", text));
+  usage(fmt::format("unknown mask '{}': expected none, causal, prefix:N, padding:N, banded:W or random:SEED",
+                    text));
 }
 
 double parse_fill(const std::string& text) {
@@ -156,6 +162,11 @@ class LayerBuilder {
         return or_(lt(ix("t"), ix(fp::Index::fixed(m.n))), causal);
       case Mask::Padding:
         return lt(ix("t"), ix(fp::Index::fixed(s_.sk - m.n)));
+      case Mask::Banded:
+        return and_(lt(ix(fp::Index{{{1, "s"}}, off - m.n}), ix("t")), causal);
+      case Mask::Random:
+        // A per-cell pattern is not affine in (s, t): it is data, drawn by core/random_inputs.h.
+        return lt(cst(0.5), read(n("mask_keep"), {"b", "s", "h", "t"}));
       case Mask::None:
         break;
     }
@@ -189,6 +200,7 @@ void declare_inputs(ProgramBuilder& b, const AttentionSpec& s) {
       b.input("w_o" + sfx, {"h", "e", "c"}, p);
     }
     if (s.dropout > 0) b.input("dropout_u" + sfx, {"b", "s", "h", "t"}, p);
+    if (parse_mask(s.mask, s.sk).kind == Mask::Random) b.input("mask_keep" + sfx, {"b", "s", "h", "t"}, p);
   }
   if (s.train) {
     if (s.leaf)
@@ -205,6 +217,7 @@ fe::Program attention_program(const AttentionSpec& s) {
   ProgramBuilder b(s.train ? "attention_train" : "attention_forward");
   b.attr("seq_q", s.sq);
   b.attr("seq_k", s.sk);
+  if (const Mask m = parse_mask(s.mask, s.sk); m.kind == Mask::Random) b.attr(kMaskSeedAttr, m.n);
   b.axis("b", s.batch);
   b.axis("s", s.sq);
   b.axis("t", s.sk);

@@ -21,6 +21,12 @@
 //   causal      t <= s + off
 //   prefix:N    t < N, or causal
 //   padding:N   t < sk - N (the last N keys are padding)
+//   banded:W    s + off - W < t <= s + off (a sliding window of the W latest keys; W >= 1)
+//   random:SEED mask_keep[b,s,h,t] > 0.5: a per-cell pattern is not affine in (s, t), so it is
+//               data — an input mask_keep (per layer: mask_keep_i) at the program's precision,
+//               1 = visible; the routine gets the attribute mask_seed = SEED, and
+//               core/random_inputs.h draws the cell (b,s,h,t) as a fixed pseudo-random bit of
+//               (s, t, SEED) (random_mask_bit), whatever the data seed
 // A masked score takes the fill value (-inf by default; a row with no visible key then gives NaN,
 // exactly as composed softmax does).
 
@@ -36,7 +42,7 @@ namespace fp {
 struct AttentionSpec {
   std::int64_t batch = 1, heads = 1, sq = 4, sk = 4, d = 8, e = 8;
   std::optional<double> scale;     // default 1/sqrt(d)
-  std::string mask = "none";       // none | causal | prefix:N | padding:N
+  std::string mask = "none";       // none | causal | prefix:N | padding:N | banded:W | random:SEED
   std::string mask_fill = "-inf";  // -inf | inf | nan | a finite number
   double dropout = 0;
   Prec precision = Prec::F32;

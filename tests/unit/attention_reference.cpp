@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/numerics.h"
+#include "core/random_inputs.h"
 
 namespace fp::testref {
 
@@ -29,6 +30,9 @@ bool visible(const RefMask& m, std::int64_t s, std::int64_t t, std::int64_t sq, 
   if (m.kind == "causal") return causal;
   if (m.kind == "prefix") return t < m.n || causal;
   if (m.kind == "padding") return t < sk - m.n;
+  if (m.kind == "banded") return s + (sk - sq) - m.n < t && causal;
+  // The documented data of a random mask (core/random_inputs.h), as the inputs hold it.
+  if (m.kind == "random") return random_mask_bit(static_cast<std::uint64_t>(m.n), s, t) == 1;
   throw std::invalid_argument("reference: unknown mask " + m.kind);
 }
 
@@ -128,6 +132,10 @@ TensorMap make_inputs(const Routine& r, std::uint64_t seed, double lo, double hi
   TensorMap out;
   std::uint64_t state = seed;
   for (const Node* n : r.inputs()) {
+    if (n->name.rfind("mask_keep", 0) == 0) {  // a random mask's pattern is fixed by its seed
+      out[n->name] = random_inputs(r, seed).at(n->name);
+      continue;
+    }
     const bool uniform01 = n->name.rfind("dropout_u", 0) == 0;
     Tensor t = Tensor::zeros(n->prec, n->dims);
     for (auto& x : t.data) {

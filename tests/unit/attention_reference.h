@@ -41,7 +41,7 @@ AttentionReference attention_reference(const AttentionSpec& spec, const std::vec
 
 // Deterministic inputs (SplitMix64; no std distributions, so the same everywhere): every input node
 // of `r` filled uniformly from [lo, hi) — [0, 1) for nodes named dropout_u* — rounded to the node's
-// precision.
+// precision; a random mask's mask_keep* holds its pattern (core/random_inputs.h).
 TensorMap make_inputs(const Routine& r, std::uint64_t seed, double lo = -1.0, double hi = 1.0);
 
 // The mixed criterion every numeric comparison uses: |got − ref| <= tol·(|ref| + rms(ref)), where

@@ -23,6 +23,7 @@
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/numerics.h"
+#include "core/random_inputs.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 
@@ -127,6 +128,47 @@ TEST(Attention, MaskVariantsAndDropoutShapes) {
             "div.f32(mul.f32(probs[b, s, h, t], lt.f32(0.25:f32, dropout_u[b, s, h, t])), 0.75:f32)");
   EXPECT_THAT(names(r.inputs()), ElementsAre("q", "k", "v", "dropout_u"));
   EXPECT_EQ(r.find_node("dropout_u")->dims, (std::vector<std::int64_t>{2, 2, 2, 3}));
+}
+
+TEST(Attention, BandedAndRandomMasks) {
+  // banded:W keeps the W latest keys up to the causal diagonal: s + off - W < t.
+  EXPECT_EQ(value_of(build_attention(spec_of(4, 6, "banded:2")), "masked"),
+            "where.f32(min.i32(lt.i32(idx.i32(s), idx.i32(t)), lt.i32(idx.i32(t), idx.i32(s + 3))), scaled[b, s, "
+            "h, t], -inf:f32)");
+  // random:SEED is data: an input mask_keep of the scores' shape and the seed as an attribute.
+  AttentionSpec rs = spec_of(3, 5, "random:42");
+  rs.layers = 2;
+  rs.d = rs.e = 2;
+  rs.dropout = 0.5;
+  Routine r = build_attention(rs);
+  EXPECT_EQ(value_of(r, "masked_1"), "where.f32(lt.f32(0.5:f32, mask_keep_1[b, s, h, t]), scaled_1[b, s, h, t], -inf:f32)");
+  EXPECT_THAT(names(r.inputs()),
+              ElementsAre("q", "k_1", "v_1", "dropout_u_1", "mask_keep_1", "k_2", "v_2", "dropout_u_2", "mask_keep_2"));
+  EXPECT_EQ(r.find_node("mask_keep_2")->dims, (std::vector<std::int64_t>{2, 3, 2, 5}));
+  EXPECT_EQ(r.attrs.at("mask_seed"), 42);
+  EXPECT_NO_THROW(check_routine_or_throw(r, "attention"));
+  rs.train = true;
+  EXPECT_EQ(build_attention(rs).attrs.at("mask_seed"), 42);
+  // The pattern is a function of (s, t, SEED) only, of both values, the same for every b and h.
+  TensorMap in = random_inputs(r, 1), other = random_inputs(r, 2);
+  EXPECT_EQ(in.at("mask_keep_1").data, other.at("mask_keep_1").data);
+  EXPECT_EQ(in.at("mask_keep_1").data, in.at("mask_keep_2").data);
+  int ones = 0;
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t s = 0; s < 3; ++s)
+      for (std::int64_t h = 0; h < 2; ++h)
+        for (std::int64_t t = 0; t < 5; ++t) {
+          const double bit = in.at("mask_keep_1").data[static_cast<std::size_t>(((b * 3 + s) * 2 + h) * 5 + t)];
+          EXPECT_EQ(bit, random_mask_bit(42, s, t));
+          ones += bit == 1;
+        }
+  EXPECT_GT(ones, 0);
+  EXPECT_LT(ones, 60);
+  // A layer-1 routine of random:1 and random:2 differ in their pattern (over 64 cells).
+  rs = spec_of(8, 8, "random:1");
+  TensorMap m1 = random_inputs(build_attention(rs), 5);
+  rs.mask = "random:2";
+  EXPECT_NE(m1.at("mask_keep").data, random_inputs(build_attention(rs), 5).at("mask_keep").data);
 }
 
 TEST(Attention, TrainingStepBackwardHasTheComposedShape) {
@@ -235,6 +277,10 @@ TEST(Attention, InvalidSpecsAreUsageErrors) {
   EXPECT_THAT(bad([](AttentionSpec& s) { s.mask = "prefix:x"; }), HasSubstr("non-negative integer"));
   EXPECT_THAT(bad([](AttentionSpec& s) { s.mask = "padding:9"; }), HasSubstr("more than the 4 keys"));
   EXPECT_THAT(bad([](AttentionSpec& s) { s.mask_fill = "lots"; }), HasSubstr("mask fill"));
+  EXPECT_THAT(bad([](AttentionSpec& s) { s.mask = "banded:0"; }), HasSubstr("window width from 1"));
+  EXPECT_THAT(bad([](AttentionSpec& s) { s.mask = "banded:"; }), HasSubstr("non-negative integer"));
+  EXPECT_THAT(bad([](AttentionSpec& s) { s.mask = "random:-3"; }), HasSubstr("non-negative integer"));
+  EXPECT_THAT(bad([](AttentionSpec& s) { s.mask = "random"; }), HasSubstr("banded:W or random:SEED"));
   EXPECT_THAT(bad([](AttentionSpec& s) { s.dropout = 1; }), HasSubstr("dropout"));
   EXPECT_THAT(bad([](AttentionSpec& s) { s.scale = INFINITY; }), HasSubstr("scale"));
   EXPECT_THAT(bad([](AttentionSpec& s) { s.precision = Prec::I32; }), HasSubstr("float"));
@@ -298,6 +344,8 @@ const NumericCase kCases[] = {
     {"causal", "-inf", 3, 5, 0},    {"prefix:2", "-inf", 4, 4, 0},  {"padding:1", "-inf", 3, 4, 0},
     {"causal", "-1e4", 5, 3, 0},    {"causal", "nan", 4, 4, 0},     {"prefix:1", "inf", 3, 3, 0},
     {"padding:4", "-inf", 2, 4, 0}, {"causal", "-inf", 3, 4, 0.25}, {"none", "-inf", 1, 1, 0.5},
+    {"banded:2", "-inf", 4, 6, 0},  {"banded:1", "-inf", 5, 3, 0},  {"banded:3", "-1e4", 4, 4, 0.25},
+    {"random:7", "-inf", 4, 5, 0},  {"random:3", "-1e4", 3, 3, 0.25}, {"random:0", "nan", 5, 2, 0},
 };
 
 struct Outcome {
