@@ -34,7 +34,7 @@
 #include "core/ir.h"
 #include "core/text_parser.h"
 
-namespace fp::testing {
+namespace fp::fuzz {
 
 struct RandomRoutineOptions {
   int max_nodes = 4;
@@ -361,4 +361,4 @@ inline Routine sample_routine(std::uint64_t seed, RandomRoutineOptions opts = {}
   return gen_routine(opts)(rc::Random(seed), rc::kNominalSize).value();
 }
 
-}  // namespace fp::testing
+}  // namespace fp::fuzz

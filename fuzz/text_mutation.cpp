@@ -13,18 +13,31 @@ namespace fp::fuzz {
 namespace {
 
 constexpr std::array<std::string_view, 34> kKeywords{
-    "routine", "attr",    "node",      "zero",      "local",    "for",          "in",      "scan", "forward",
-    "backward", "carry",  "if",        "comment",   "noop",     "idx",          "input",   "output", "inf",
-    "nan",     "f64",     "f32",       "f16",       "bf16",     "i32",          "virtual", "materialized",
-    "requested", "add.f32", "where.f16", "idx.i32", "max.bf16", "exp.f64",   "lt.i32",  "sqrt.f32"};
-constexpr std::array<std::string_view, 20> kPunctuation{"{", "}", "[", "]", "(", ")", ",",  ":", "=", "..",
+    "routine",   "attr",    "node",     "zero",    "local",        "for",       "in",
+    "scan",      "forward", "backward", "carry",   "if",           "comment",   "noop",
+    "idx",       "input",   "output",   "inf",     "nan",          "f64",       "f32",
+    "f16",       "bf16",    "i32",      "virtual", "materialized", "requested", "add.f32",
+    "where.f16", "idx.i32", "max.bf16", "exp.f64", "lt.i32",       "sqrt.f32"};
+constexpr std::array<std::string_view, 20> kPunctuation{"{", "}", "[", "]", "(",  ")",  ",", ":",  "=", "..",
                                                         "+", "-", "*", "#", "\"", ":=", ".", "\\", ";", "@"};
-constexpr std::array<std::string_view, 14> kExtremes{
-    "1e999",        "99999999999999999999", "-0x",         "nan",  "-1e-999", "0x1p99999", "18446744073709551616",
-    "-9223372036854775809", "2147483648",    "-2147483649", "1e-400", "0x",    "-",          "4.9e-324"};
+constexpr std::array<std::string_view, 14> kExtremes{"1e999",
+                                                     "99999999999999999999",
+                                                     "-0x",
+                                                     "nan",
+                                                     "-1e-999",
+                                                     "0x1p99999",
+                                                     "18446744073709551616",
+                                                     "-9223372036854775809",
+                                                     "2147483648",
+                                                     "-2147483649",
+                                                     "1e-400",
+                                                     "0x",
+                                                     "-",
+                                                     "4.9e-324"};
 constexpr std::array<std::string_view, 6> kBrackets{"{", "}", "[", "]", "(", ")"};
 constexpr std::array<std::string_view, 12> kBytes{
-    std::string_view("\0", 1), "\xff", "\x01", "\x7f", "\t", "\r", "\n", "é", "€", "\xc3", "\xe2\x82", "\xf0\x9f\x98\x80"};
+    std::string_view("\0", 1), "\xff", "\x01", "\x7f", "\t", "\r", "\n", "é", "€", "\xc3", "\xe2\x82",
+    "\xf0\x9f\x98\x80"};
 
 class Mutator {
  public:
@@ -68,7 +81,8 @@ class Mutator {
   // Tokens: maximal runs of identifier/number characters, or one other non-space byte.
   std::vector<std::pair<std::size_t, std::size_t>> tokens() const {
     auto word = [](unsigned char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+             c == '.';
     };
     std::vector<std::pair<std::size_t, std::size_t>> out;
     for (std::size_t i = 0; i < s_.size();) {
@@ -141,8 +155,8 @@ class Mutator {
       return l;
     };
     std::string a = take(i), b = take(j);
-    std::string out = s_.substr(0, ls[i].first) + b + s_.substr(ls[i].second, ls[j].first - ls[i].second) + a +
-                      s_.substr(ls[j].second);
+    std::string out = s_.substr(0, ls[i].first) + b + s_.substr(ls[i].second, ls[j].first - ls[i].second) +
+                      a + s_.substr(ls[j].second);
     s_ = std::move(out);
   }
   void delete_range() {

@@ -73,14 +73,9 @@ void write_tensors(AtomicDirectory& dir, const std::string& sub, const TensorMap
 // How output `node` is compared: bitwise, unless a --rewrite plan holds it to a certified check or
 // to the stand-in.
 verify::NodeCheck output_check(const std::optional<verify::RewriteDiffPlan>& plan, const std::string& node) {
-  if (plan)
-    if (auto it = plan->certified.find(node); it != plan->certified.end()) return it->second;
+  if (plan) return plan->check_for(node);
   verify::NodeCheck check;
   check.node = node;
-  if (plan && plan->stand_in.count(node)) {
-    check.kind = verify::NodeCheck::Kind::StandIn;
-    check.rel = plan->stand_in_bound;
-  }
   return check;
 }
 

@@ -20,6 +20,7 @@ std::map<std::string, CommandSetup>& registry() {
   return r;
 }
 int g_exit_code = 0;
+std::vector<std::string> g_command_arguments;
 std::string g_command_line;
 
 }  // namespace
@@ -49,8 +50,10 @@ void set_exit_code(int code) { g_exit_code = code; }
 int exit_code() { return g_exit_code; }
 
 const std::string& command_line() { return g_command_line; }
+const std::vector<std::string>& command_arguments() { return g_command_arguments; }
 void set_command_line(int argc, char** argv) {
   g_command_line = "flashproof";
+  g_command_arguments.assign(argv + 1, argv + argc);
   for (int i = 1; i < argc; ++i) g_command_line += " " + shell_quote(argv[i]);
 }
 

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace fp::cli {
 
@@ -32,6 +33,9 @@ std::string shell_quote(const std::string& a);
 // The command line as typed, for the header comment of every file the tool writes.
 const std::string& command_line();
 void set_command_line(int argc, char** argv);
+// The arguments after the program's name, as given (a command that re-runs itself in worker
+// processes, `fuzz -jobs=N`, passes them on).
+const std::vector<std::string>& command_arguments();
 
 }  // namespace fp::cli
 

@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <exception>
 #include <new>
+#include <string>
 #include <typeinfo>
+#include <vector>
 
 #include "core/diagnostic.h"
 #include "core/executable_path.h"
@@ -22,6 +24,7 @@
 #include "flashproof/version.h"
 #include "tools/cli_errors.h"
 #include "tools/command.h"
+#include "tools/libfuzzer_flags.h"
 #include "tools/standard_output.h"
 
 namespace {
@@ -87,8 +90,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("flashproof ") + FLASHPROOF_VERSION);
   app.require_subcommand(1);
   fp::cli::add_registered_commands(app);
+  // `fuzz` takes libFuzzer's one-dash flags (-runs=N): respelled for CLI11 (tools/libfuzzer_flags.h).
+  std::vector<std::string> args = fp::cli::respell_libfuzzer_flags(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
   } catch (const CLI::ParseError& e) {
     return checked_exit(fp::cli::report_parse_error(app, e));
   } catch (const fp::UserError& e) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/access_census.h"
 #include "verify/checkers.h"
@@ -74,16 +75,45 @@ std::string statement_of(const DownstreamPlan& p, const NodeCheck& c) {
                      c.rel);
 }
 
+// What one bounded obligation perturbs: the nodes it names (its covers, and its plan's checked
+// and unbounded nodes when it has a plan), and everything downstream of them.
+struct Perturbation {
+  std::size_t application = 0;
+  std::optional<std::size_t> plan;  // index into the plans, when the obligation has one
+  std::set<std::string> direct, reaches;
+};
+
+// A plan's check holds only while its claim is the one perturbation reaching the node. Another
+// claim of the same application perturbs the nodes it names (one application's plans are stated
+// jointly); another application's claim — with a plan or not — perturbs everything downstream of
+// those too: a second layer, fed by the first's output through its scores, its exps and its own
+// fold, gets the stand-in.
+bool alone(const std::vector<Perturbation>& all, std::size_t self, const std::string& node) {
+  for (std::size_t j = 0; j < all.size(); ++j) {
+    if (j == self) continue;
+    const bool same_application = all[j].application == all[self].application;
+    if ((same_application ? all[j].direct : all[j].reaches).count(node)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result) {
   RewriteDiffPlan plan;
   std::set<std::string> covered;
   std::vector<DownstreamPlan> plans;
-  for (const Application& app : result.applications)
-    for (const Obligation& ob : app.obligations) {
+  std::vector<Perturbation> perturbations;
+  for (std::size_t a = 0; a < result.applications.size(); ++a)
+    for (const Obligation& ob : result.applications[a].obligations) {
+      const Application& app = result.applications[a];
       if (ob.kind != ObligationKind::Bounded) continue;
-      for (const Cover& c : ob.covers) covered.insert(c.node);
+      Perturbation& pert = perturbations.emplace_back();
+      pert.application = a;
+      for (const Cover& c : ob.covers) {
+        covered.insert(c.node);
+        pert.direct.insert(c.node);
+      }
       plan.stand_in_bound = std::max(plan.stand_in_bound, stand_in_tolerance(app, ob));
       // The application's statement positions refer to the routine its round received.
       if (!equal(result.round_input(original, app.round, app.member), original)) {
@@ -93,30 +123,33 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
         continue;
       }
       std::string why;
-      if (auto p = certified_plan(original, app, ob, &why))
+      if (auto p = certified_plan(original, app, ob, &why)) {
+        pert.direct.merge(perturbed_by(*p));
+        pert.plan = plans.size();
         plans.push_back(std::move(*p));
-      else
+      } else {
         plan.notes.push_back(fmt::format("{} on {}: {}", ob.claim, ob.covers.empty() ? "?" : ob.covers[0].node, why));
+      }
     }
-  // A check holds only while its claim is the one perturbation reaching the node: a node another
-  // claim also perturbs (a second layer fed by the first's output) gets the stand-in.
-  std::vector<std::set<std::string>> perturbed;
-  for (const auto& p : plans) perturbed.push_back(perturbed_by(p));
+  for (Perturbation& p : perturbations) {
+    p.reaches = downstream_of(original, p.direct);
+    p.reaches.merge(downstream_of(result.routine, p.direct));
+  }
   std::vector<const DownstreamPlan*> used;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    for (const auto& c : plans[i].checks) {
-      bool alone = true;
-      for (std::size_t j = 0; j < plans.size(); ++j) alone = alone && (j == i || !perturbed[j].count(c.node));
-      if (!alone) {
+  for (std::size_t k = 0; k < perturbations.size(); ++k) {
+    if (!perturbations[k].plan) continue;
+    const DownstreamPlan& pl = plans[*perturbations[k].plan];
+    for (const auto& c : pl.checks) {
+      if (!alone(perturbations, k, c.node)) {
         if (const Node* n = result.routine.find_node(c.node); n && n->is_output)
           plan.notes.push_back(fmt::format("{}: perturbed by more than one bounded claim", c.node));
         continue;
       }
       plan.certified[c.node] = c;
-      plan.statements[c.node] = statement_of(plans[i], c);
+      plan.statements[c.node] = statement_of(pl, c);
     }
-    for (const auto& n : plans[i].notes) plan.notes.push_back(n);
-    used.push_back(&plans[i]);
+    for (const auto& n : pl.notes) plan.notes.push_back(n);
+    used.push_back(&pl);
   }
   // Only the routine's own outputs are compared: drop checks of internal nodes.
   for (auto it = plan.certified.begin(); it != plan.certified.end();) {
@@ -135,6 +168,17 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
   for (const Node* n : result.routine.outputs())
     if (reached.count(n->name) && !plan.certified.count(n->name)) plan.stand_in.insert(n->name);
   return plan;
+}
+
+NodeCheck RewriteDiffPlan::check_for(const std::string& node) const {
+  if (auto it = certified.find(node); it != certified.end()) return it->second;
+  NodeCheck check;
+  check.node = node;
+  if (stand_in.count(node)) {
+    check.kind = NodeCheck::Kind::StandIn;
+    check.rel = stand_in_bound;
+  }
+  return check;
 }
 
 }  // namespace fp::verify

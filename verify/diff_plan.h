@@ -30,6 +30,9 @@ struct RewriteDiffPlan {
   std::set<std::string> stand_in;                      // outputs compared with the stand-in
   double stand_in_bound = 0;
   std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
+
+  // How output `node` is compared: its certified check, the stand-in, or bitwise.
+  NodeCheck check_for(const std::string& node) const;
 };
 
 RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& result);

@@ -132,18 +132,20 @@ TEST(Attention, MaskVariantsAndDropoutShapes) {
 
 TEST(Attention, BandedAndRandomMasks) {
   // banded:W keeps the W latest keys up to the causal diagonal: s + off - W < t.
-  EXPECT_EQ(value_of(build_attention(spec_of(4, 6, "banded:2")), "masked"),
-            "where.f32(min.i32(lt.i32(idx.i32(s), idx.i32(t)), lt.i32(idx.i32(t), idx.i32(s + 3))), scaled[b, s, "
-            "h, t], -inf:f32)");
+  EXPECT_EQ(
+      value_of(build_attention(spec_of(4, 6, "banded:2")), "masked"),
+      "where.f32(min.i32(lt.i32(idx.i32(s), idx.i32(t)), lt.i32(idx.i32(t), idx.i32(s + 3))), scaled[b, s, "
+      "h, t], -inf:f32)");
   // random:SEED is data: an input mask_keep of the scores' shape and the seed as an attribute.
   AttentionSpec rs = spec_of(3, 5, "random:42");
   rs.layers = 2;
   rs.d = rs.e = 2;
   rs.dropout = 0.5;
   Routine r = build_attention(rs);
-  EXPECT_EQ(value_of(r, "masked_1"), "where.f32(lt.f32(0.5:f32, mask_keep_1[b, s, h, t]), scaled_1[b, s, h, t], -inf:f32)");
-  EXPECT_THAT(names(r.inputs()),
-              ElementsAre("q", "k_1", "v_1", "dropout_u_1", "mask_keep_1", "k_2", "v_2", "dropout_u_2", "mask_keep_2"));
+  EXPECT_EQ(value_of(r, "masked_1"),
+            "where.f32(lt.f32(0.5:f32, mask_keep_1[b, s, h, t]), scaled_1[b, s, h, t], -inf:f32)");
+  EXPECT_THAT(names(r.inputs()), ElementsAre("q", "k_1", "v_1", "dropout_u_1", "mask_keep_1", "k_2", "v_2",
+                                             "dropout_u_2", "mask_keep_2"));
   EXPECT_EQ(r.find_node("mask_keep_2")->dims, (std::vector<std::int64_t>{2, 3, 2, 5}));
   EXPECT_EQ(r.attrs.at("mask_seed"), 42);
   EXPECT_NO_THROW(check_routine_or_throw(r, "attention"));
@@ -158,7 +160,8 @@ TEST(Attention, BandedAndRandomMasks) {
     for (std::int64_t s = 0; s < 3; ++s)
       for (std::int64_t h = 0; h < 2; ++h)
         for (std::int64_t t = 0; t < 5; ++t) {
-          const double bit = in.at("mask_keep_1").data[static_cast<std::size_t>(((b * 3 + s) * 2 + h) * 5 + t)];
+          const double bit =
+              in.at("mask_keep_1").data[static_cast<std::size_t>(((b * 3 + s) * 2 + h) * 5 + t)];
           EXPECT_EQ(bit, random_mask_bit(42, s, t));
           ones += bit == 1;
         }

@@ -13,7 +13,7 @@
 
 #include "core/diagnostic.h"
 #include "core/text_parser.h"
-#include "tests/unit/random_routine.h"
+#include "fuzz/random_routine.h"
 
 namespace fp {
 namespace {
@@ -706,14 +706,14 @@ TEST(Checker, ReportsEveryProblemInProgramOrder) {
 // ---- properties -------------------------------------------------------------------------------
 
 RC_GTEST_PROP(CheckerProperty, AcceptsEveryGeneratedWellFormedRoutine, ()) {
-  Routine r = *testing::gen_routine();
+  Routine r = *fuzz::gen_routine();
   auto diags = check_routine(r);
   if (!diags.empty()) RC_FAIL(diags.front().message);
 }
 
 RC_GTEST_PROP(CheckerProperty, RejectsAnAccessMovedPastItsNodesEnd, ()) {
   // Shifting one store past the last cell of its node must be caught, whatever surrounds it.
-  Routine r = *testing::gen_routine();
+  Routine r = *fuzz::gen_routine();
   Node& n = r.nodes.front();
   std::vector<Index> past;
   for (auto d : n.dims) past.push_back(Index::fixed(d));

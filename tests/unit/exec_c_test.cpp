@@ -35,7 +35,7 @@
 #include "exec/executor.h"
 #include "exec/program_plan.h"
 #include "frontend/attention.h"
-#include "random_routine.h"
+#include "fuzz/random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
 #include "jit_test_options.h"
@@ -1148,15 +1148,15 @@ TEST(ExecC, RandomRoutinesAgreeBitwise) {
   std::vector<Routine> rs;
   std::vector<std::string> names;
   for (std::uint64_t seed = 1; seed <= count; ++seed) {
-    rs.push_back(testing::sample_routine(seed * 7919));
+    rs.push_back(fuzz::sample_routine(seed * 7919));
     names.push_back("seed " + std::to_string(seed * 7919));
   }
   // Larger extents reach the wide schedules: lanes and their remainders, row unrolling, packed
   // tiles, lane bands with gathers and panels.
-  testing::RandomRoutineOptions wide;
+  fuzz::RandomRoutineOptions wide;
   wide.max_extent = 19;
   for (std::uint64_t seed = 1; seed <= count / 2; ++seed) {
-    rs.push_back(testing::sample_routine(seed * 104723, wide));
+    rs.push_back(fuzz::sample_routine(seed * 104723, wide));
     names.push_back("wide seed " + std::to_string(seed * 104723));
   }
   expect_bitwise(rs, names, 5);

@@ -18,7 +18,7 @@
 #include "exec/cuda_codegen.h"
 #include "exec/cuda_executor.h"
 #include "exec/executor.h"
-#include "random_routine.h"
+#include "fuzz/random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
 #include "tensor_expect.h"
@@ -130,7 +130,7 @@ TEST(ExecCuda, RandomRoutinesCodegenCompilesWithNvrtc) {
   std::string all;
   for (std::uint64_t seed = 1; seed <= 30; ++seed)
     all +=
-        cuda_source_for(testing::sample_routine(seed * 104729), test_options(), "fpr" + std::to_string(seed));
+        cuda_source_for(fuzz::sample_routine(seed * 104729), test_options(), "fpr" + std::to_string(seed));
   CudaBinary bin = compile_cuda(all, "sm_90", CudaCompiler::Nvrtc);
   EXPECT_TRUE(bin.ok) << bin.log;
 }
@@ -151,7 +151,7 @@ TEST(ExecCuda, AgreesWithTheInterpreterBitwiseOnRandomRoutines) {
   const Availability a = ex->available();
   if (!a) GTEST_SKIP() << "CUDA executor unavailable: " << a.reason;
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
-    Routine r = testing::sample_routine(seed * 104729);
+    Routine r = fuzz::sample_routine(seed * 104729);
     SCOPED_TRACE(seed * 104729);
     if (std::string(cuda_source_for(r, test_options())).find("pow(") != std::string::npos)
       continue;  // pow is implementation-defined

@@ -10,7 +10,7 @@
 #include "core/checker.h"
 #include "core/placement.h"
 #include "core/text_parser.h"
-#include "tests/unit/random_routine.h"
+#include "fuzz/random_routine.h"
 
 namespace fp {
 namespace {
@@ -210,7 +210,7 @@ TEST(MemoryReport, FormatsOneBufferPerLineThenTheTotals) {
 }
 
 RC_GTEST_PROP(MemoryReportProperty, AgreesWithTheNodesOfAnyPlacedRoutine, ()) {
-  Routine r = place(*testing::gen_routine(), {}).routine;
+  Routine r = place(*fuzz::gen_routine(), {}).routine;
   auto m = memory_report(r);
   std::size_t stored = 0;
   std::int64_t total = 0;

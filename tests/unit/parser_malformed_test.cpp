@@ -11,7 +11,7 @@
 #include "core/diagnostic.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
-#include "tests/unit/random_routine.h"
+#include "fuzz/random_routine.h"
 
 namespace fp {
 namespace {
@@ -225,7 +225,7 @@ TEST(ParserMalformed, BadConstants) {
 TEST(ParserMalformed, MutationSmoke) {
   std::vector<std::string> corpus;
   for (std::uint64_t seed = 1; seed <= 24; ++seed)
-    corpus.push_back(print_routine(testing::sample_routine(seed)));
+    corpus.push_back(print_routine(fuzz::sample_routine(seed)));
   const std::string interesting = "{}[]().,:=-+*\"#\\\n 0123456789eE_a";
   SplitMix64 rng{0xF1A5};
   int parsed = 0, rejected = 0;

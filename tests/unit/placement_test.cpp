@@ -12,7 +12,7 @@
 #include "core/checker.h"
 #include "core/memory_report.h"
 #include "core/text_parser.h"
-#include "tests/unit/random_routine.h"
+#include "fuzz/random_routine.h"
 
 namespace fp {
 namespace {
@@ -663,7 +663,7 @@ TEST(Placement, IsDeterministicAndIdempotent) {
 }
 
 RC_GTEST_PROP(PlacementProperty, ChangesOnlyCandidateModesAndIsIdempotent, ()) {
-  Routine r = *testing::gen_routine();
+  Routine r = *fuzz::gen_routine();
   for (std::int64_t cap : {-1, 0, 16}) {
     auto p = place(r, PlacementConfig{cap});
     RC_ASSERT(p.decisions.size() == r.nodes.size());

@@ -13,7 +13,7 @@
 #include "core/checker.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
-#include "random_routine.h"
+#include "fuzz/random_routine.h"
 #include "verify/compare.h"
 #include "verify/smt/smt.h"
 #include "verify/symbolic/symexec.h"
@@ -49,9 +49,9 @@ TEST(VerifySmt, MaxMinFollowTheSemanticsOnSpecialValues) {
 TEST(VerifySmt, EncodingOfRandomRoutinesEvaluatesToTheSemantics) {
   int checked = 0;
   for (std::uint64_t seed = 1; seed <= 400 && checked < 150; ++seed) {
-    fp::testing::RandomRoutineOptions o;
+    fp::fuzz::RandomRoutineOptions o;
     o.max_extent = 2;
-    Routine r = fp::testing::sample_routine(seed, o);
+    Routine r = fp::fuzz::sample_routine(seed, o);
     if (!check_routine(r).empty()) continue;
     TermStore store;
     SymMemory mem = symexec(r, store);

@@ -10,7 +10,7 @@
 #include "core/interpreter.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
-#include "random_routine.h"
+#include "fuzz/random_routine.h"
 #include "verify/compare.h"
 #include "verify/symbolic/symexec.h"
 #include "verify/symbolic/term.h"
@@ -91,7 +91,7 @@ TensorMap spiky_inputs(const Routine& r, std::uint64_t seed) {
 TEST(VerifyTerms, SymbolicExecutionOfRandomRoutinesMatchesTheInterpreter) {
   int routines = 0, cells = 0;
   for (std::uint64_t seed = 1; seed <= 250; ++seed) {
-    Routine r = fp::testing::sample_routine(seed);
+    Routine r = fp::fuzz::sample_routine(seed);
     if (!check_routine(r).empty()) continue;
     std::vector<std::string> all;
     for (const auto& n : r.nodes) all.push_back(n.name);

@@ -1,0 +1,393 @@
+// The campaign runner (campaign.h).
+#include "fuzz/campaign.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/diagnostic.h"
+#include "fuzz/corpus.h"
+#include "fuzz/crash_guard.h"
+#include "fuzz/findings.h"
+
+namespace fp::fuzz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::atomic<bool> g_stop_requested{false};
+extern "C" void on_stop_signal(int) { g_stop_requested = true; }
+
+// SIGINT / SIGTERM finish the input in hand, then stop (restored on scope exit).
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_requested = false;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &int_);
+    ::sigaction(SIGTERM, &sa, &term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &int_, nullptr);
+    ::sigaction(SIGTERM, &term_, nullptr);
+  }
+
+ private:
+  struct sigaction int_ {}, term_ {};
+};
+
+// Runs one input, turning anything the target throws into a finding: a target reports failures,
+// it does not throw them (a UserError from a generated input means the generator and the target
+// disagree on the format — a bug of the fuzzer, reported as a finding too).
+Execution run_guarded(const Target& t, const std::string& input, const std::string& name) {
+  try {
+    return t.run(input, name);
+  } catch (const UserError& e) {
+    Execution x;
+    x.finding = Finding{"input-rejected", t.name, fmt::format("the target rejected its own input: {}", e.what()), {}};
+    return x;
+  } catch (const std::exception& e) {
+    Execution x;
+    x.finding = Finding{"exception", t.name, fmt::format("an exception escaped the target: {}", e.what()), {}};
+    return x;
+  }
+}
+
+bool same_failure(const Execution& e, const std::string& signature) {
+  return e.finding && e.finding->signature() == signature;
+}
+
+// Walks the shrinks of a failing input greedily: the first shrink that fails with the same
+// signature replaces it, until none does or the budget is spent.
+rc::Shrinkable<std::string> minimize(const Target& t, rc::Shrinkable<std::string> failing, const std::string& signature,
+                                     double budget_s, std::uint64_t* tries) {
+  const auto start = Clock::now();
+  bool progressed = true;
+  while (progressed && since(start) < budget_s) {
+    progressed = false;
+    auto shrinks = failing.shrinks();
+    while (auto child = shrinks.next()) {
+      if (since(start) >= budget_s) break;
+      ++*tries;
+      if (same_failure(run_guarded(t, child->value(), "shrink"), signature)) {
+        failing = *child;
+        progressed = true;
+        break;
+      }
+    }
+  }
+  return failing;
+}
+
+class Progress {
+ public:
+  Progress(const CampaignOptions& o) : quiet_(o.quiet), terminal_(o.progress_on_terminal && ::isatty(2)) {}
+  void update(const CampaignStats& s, bool force = false) {
+    if (quiet_) return;
+    const double every = terminal_ ? 0.5 : 10;
+    if (!force && since(last_) < every) return;
+    last_ = Clock::now();
+    const std::string line = fmt::format("#{} execs  {:.0f}/s  corpus {}  features {}  findings {}", s.executions,
+                                         s.seconds > 0 ? s.executions / s.seconds : 0.0, s.corpus_size,
+                                         s.features.size(), s.findings.size());
+    if (terminal_)
+      std::fprintf(stderr, "\r%s\033[K", line.c_str());
+    else
+      std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+    dirty_ = terminal_;
+  }
+  // A line of its own (a new finding): clears the progress line first.
+  void say(const std::string& text) {
+    if (quiet_) return;
+    if (dirty_) std::fprintf(stderr, "\r\033[K");
+    dirty_ = false;
+    std::fprintf(stderr, "%s\n", text.c_str());
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (dirty_) std::fprintf(stderr, "\n");
+    dirty_ = false;
+  }
+
+ private:
+  bool quiet_, terminal_;
+  bool dirty_ = false;
+  Clock::time_point last_{};
+};
+
+// Adds an execution's features; true when one was new.
+bool record_features(CampaignStats& s, const Execution& e) {
+  bool fresh = false;
+  for (const std::string& f : e.features) fresh |= s.features[f]++ == 0;
+  return fresh;
+}
+
+std::string folder_of_prefix(const std::string& prefix) {
+  const auto slash = prefix.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : prefix.substr(0, slash);
+}
+
+}  // namespace
+
+std::uint64_t case_seed(std::uint64_t seed, const StreamLayout& layout, std::uint64_t i) {
+  const std::uint64_t g = i * static_cast<std::uint64_t>(layout.streams()) + static_cast<std::uint64_t>(layout.stream());
+  std::uint64_t z = seed + (g + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+CampaignStats run_campaign(const CampaignOptions& o) {
+  const Target& t = *o.target;
+  CampaignStats stats;
+  Progress progress(o);
+  const auto start = Clock::now();
+  if (const std::string folder = folder_of_prefix(o.artifact_prefix); folder != ".") create_output_directories(folder);
+  for (const std::string& dir : adopt_raw_artifacts(o.artifact_prefix, t.name)) {
+    stats.findings.push_back(dir);
+    progress.say(fmt::format("adopted an earlier crash or timeout as the finding {}", dir));
+  }
+  // Findings already on disk: the same signature again is counted, not rewritten.
+  std::set<std::string> known;
+  for (const std::string& dir : finding_dirs(folder_of_prefix(o.artifact_prefix)))
+    if (auto r = read_finding(dir); r && r->target == t.name) known.insert(r->finding.signature());
+
+  std::optional<Corpus> corpus;
+  if (!o.corpus_dirs.empty()) corpus.emplace(o.corpus_dirs[0]);
+  auto report = [&](FindingRecord r) {
+    const std::string sig = r.finding.signature();
+    if (!known.insert(sig).second) {
+      ++stats.known_findings;
+      return;
+    }
+    if (write_finding(o.artifact_prefix, r)) {
+      const std::string dir = finding_dir(o.artifact_prefix, t.name, sig);
+      stats.findings.push_back(dir);
+      progress.say(fmt::format("FINDING {} ({}): {}\n  case: {}\n  replay: {}/replay.sh", r.finding.kind,
+                               r.finding.where, r.finding.message, dir, dir));
+    }
+  };
+
+  // The corpus first (libFuzzer's INITED): its features, and its failures.
+  CrashGuard guard(o.artifact_prefix, t.name, o.timeout_s);
+  for (const std::string& dir : o.corpus_dirs) {
+    for (const std::string& input : Corpus(dir).load()) {
+      guard.begin(input);
+      Execution e;
+      try {
+        e = t.run(input, dir + "/" + input_digest(input));
+      } catch (const UserError& err) {
+        guard.end();
+        std::fprintf(stderr, "flashproof fuzz: warning: %s: skipped: %s\n", err.file().c_str(), err.message().c_str());
+        continue;
+      } catch (const std::exception&) {
+        e = run_guarded(t, input, dir);
+      }
+      guard.end();
+      ++stats.corpus_replays;
+      record_features(stats, e);
+      ++stats.corpus_size;
+      if (e.finding) report(FindingRecord{t.name, *e.finding, input, 0, 0});
+    }
+  }
+  if (!o.quiet && !o.corpus_dirs.empty())
+    progress.say(fmt::format("corpus: {} inputs replayed, {} features", stats.corpus_replays, stats.features.size()));
+
+  Corpus::StreamState state{t.name, o.seed, o.layout.stream(), o.layout.streams(), 0};
+  if (corpus)
+    if (auto saved = corpus->resume(state)) state.next = saved->next;
+  stats.first_execution = state.next;
+  if (!o.quiet && state.next > 0)
+    progress.say(fmt::format("resuming stream {} of {} at execution {}", state.stream, state.streams, state.next));
+
+  StopSignals stop_signals;
+  auto last_save = Clock::now();
+  const auto loop_start = Clock::now();
+  for (std::uint64_t i = state.next;; ++i) {
+    if (o.runs >= 0 && static_cast<std::int64_t>(stats.executions) >= o.runs) break;
+    if (o.max_total_time > 0 && since(start) >= o.max_total_time) break;
+    if (g_stop_requested) {
+      progress.say("stopping: signal received");
+      break;
+    }
+    const std::uint64_t seed = case_seed(o.seed, o.layout, i);
+    rc::Shrinkable<std::string> drawn = t.generate(seed);
+    const std::string input = drawn.value();
+    guard.begin(input);
+    Execution e = run_guarded(t, input, fmt::format("seed {}", seed));
+    guard.end();
+    ++stats.executions;
+    if (record_features(stats, e) && corpus && corpus->add(input)) ++stats.corpus_size;
+    if (e.finding) {
+      const std::string sig = e.finding->signature();
+      if (known.count(sig)) {
+        ++stats.known_findings;
+      } else {
+        std::uint64_t tries = 0;
+        rc::Shrinkable<std::string> small = minimize(t, drawn, sig, o.minimize_budget_s, &tries);
+        Execution again = run_guarded(t, small.value(), "minimized");
+        report(FindingRecord{t.name, same_failure(again, sig) ? *again.finding : *e.finding, small.value(), seed, i});
+      }
+    }
+    state.next = i + 1;
+    stats.seconds = since(loop_start);
+    if (corpus && since(last_save) >= 1.0) {
+      corpus->save(state);
+      last_save = Clock::now();
+    }
+    progress.update(stats);
+  }
+  if (corpus) corpus->save(state);
+  stats.seconds = since(loop_start);
+  progress.update(stats, true);
+  progress.finish();
+  return stats;
+}
+
+int replay_files(const Target& t, const std::vector<std::string>& files) {
+  int failing = 0;
+  for (const std::string& file : files) {
+    const std::string input = read_case_file(file);
+    Execution e;
+    try {
+      e = t.run(input, file);
+    } catch (const UserError&) {
+      throw;
+    } catch (const std::exception& x) {
+      e = run_guarded(t, input, file);
+    }
+    if (e.finding) {
+      ++failing;
+      fmt::print("{}: FAILS ({} at {}): {}\n", file, e.finding->kind, e.finding->where, e.finding->message);
+    } else {
+      fmt::print("{}: ok ({} features)\n", file, e.features.size());
+    }
+  }
+  std::fflush(stdout);
+  return failing;
+}
+
+namespace {
+
+// Candidate reductions of a text: each chunk of lines deleted (halves, quarters, … single lines),
+// then each chunk of bytes of the last kind.
+std::vector<std::string> line_reductions(const std::string& text, std::size_t chunk) {
+  std::vector<std::size_t> starts = {0};
+  for (std::size_t p = 0; p < text.size(); ++p)
+    if (text[p] == '\n' && p + 1 < text.size()) starts.push_back(p + 1);
+  starts.push_back(text.size());
+  std::vector<std::string> out;
+  const std::size_t lines = starts.size() - 1;
+  for (std::size_t a = 0; a < lines; a += chunk) {
+    const std::size_t b = std::min(lines, a + chunk);
+    out.push_back(text.substr(0, starts[a]) + text.substr(starts[b]));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> minimize_case_file(const Target& t, const std::string& file, const std::string& prefix,
+                                              double budget_s) {
+  std::string input = read_case_file(file);
+  Execution first = t.run(input, file);
+  if (!first.finding) return std::nullopt;
+  const std::string sig = first.finding->signature();
+  const auto start = Clock::now();
+  Finding last = *first.finding;
+  for (std::size_t chunk = 64; chunk >= 1 && since(start) < budget_s; chunk /= 2) {
+    bool progressed = true;
+    while (progressed && since(start) < budget_s) {
+      progressed = false;
+      for (const std::string& candidate : line_reductions(input, chunk)) {
+        if (since(start) >= budget_s) break;
+        Execution e = run_guarded(t, candidate, "minimize");
+        if (!same_failure(e, sig)) continue;
+        input = candidate;
+        last = *e.finding;
+        progressed = true;
+        break;
+      }
+    }
+  }
+  FindingRecord r{t.name, last, input, 0, 0};
+  const std::string dir = finding_dir(prefix, t.name, sig);
+  if (!write_finding(prefix, r)) {
+    // The signature's directory is there already: replace its case only when this one is smaller.
+    auto old = read_finding(dir);
+    if (old && old->input.size() <= input.size()) return dir;
+    std::filesystem::remove_all(dir);
+    write_finding(prefix, r);
+  }
+  return dir;
+}
+
+std::size_t merge_into(const Target& t, const std::string& out, const std::vector<std::string>& inputs) {
+  Corpus target_corpus(out);
+  CampaignStats stats;
+  for (const std::string& input : target_corpus.load()) {
+    try {
+      record_features(stats, t.run(input, out));
+    } catch (const UserError&) {
+    }
+  }
+  std::size_t added = 0;
+  for (const std::string& dir : inputs) {
+    for (const std::string& input : Corpus(dir).load()) {
+      Execution e;
+      try {
+        e = t.run(input, dir + "/" + input_digest(input));
+      } catch (const UserError& err) {
+        std::fprintf(stderr, "flashproof fuzz: warning: %s: skipped: %s\n", err.file().c_str(), err.message().c_str());
+        continue;
+      }
+      if (record_features(stats, e) && target_corpus.add(input)) ++added;
+    }
+  }
+  return added;
+}
+
+std::string final_stats_text(const Target& t, const CampaignStats& s) {
+  std::string out;
+  out += fmt::format("stat::target: {}\n", t.name);
+  out += fmt::format("stat::number_of_executed_units: {}\n", s.executions);
+  out += fmt::format("stat::corpus_replays: {}\n", s.corpus_replays);
+  out += fmt::format("stat::average_exec_per_sec: {:.1f}\n", s.seconds > 0 ? s.executions / s.seconds : 0.0);
+  out += fmt::format("stat::seconds: {:.1f}\n", s.seconds);
+  out += fmt::format("stat::corpus_size: {}\n", s.corpus_size);
+  out += fmt::format("stat::new_findings: {}\n", s.findings.size());
+  out += fmt::format("stat::known_findings_seen_again: {}\n", s.known_findings);
+  out += fmt::format("stat::features: {}\n", s.features.size());
+  // The verify target's mutation score: distinct planted bugs refuted, of those planted.
+  std::size_t killed = 0, survived = 0;
+  for (const auto& [f, n] : s.features) {
+    killed += f.rfind("killed:", 0) == 0;
+    survived += f.rfind("survived:", 0) == 0;
+  }
+  if (killed + survived > 0)
+    out += fmt::format("stat::mutation_score: {} of {} distinct mutants refuted\n", killed, killed + survived);
+  // Features by class (the text before the first ':'), each with the executions that hit it.
+  std::map<std::string, std::vector<std::string>> by_class;
+  for (const auto& [f, n] : s.features) {
+    const auto colon = f.find(':');
+    by_class[colon == std::string::npos ? f : f.substr(0, colon)].push_back(
+        fmt::format("{} ({})", colon == std::string::npos ? f : f.substr(colon + 1), n));
+  }
+  for (const auto& [cls, items] : by_class) out += fmt::format("covered::{}: {}\n", cls, fmt::join(items, ", "));
+  return out;
+}
+
+}  // namespace fp::fuzz

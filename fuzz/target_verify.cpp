@@ -1,0 +1,167 @@
+// The `verify` target: the verifier against planted bugs and against correct rewrites.
+//
+// Property: on a random attention program (no look-alike) under random gates, pick one
+// application of the tier; with a mutant picked among those its shape declares
+// (ShapeInfo::mutants, rewrites/mutant.h) in place of the target, the worst verdict over the
+// application's obligations must be refuted; with the unmutated target, no obligation may be
+// refuted (nor end in an error). Each execution reports the mutant as `killed:<shape>/<id>` or
+// `survived:<shape>/<id>`, so a campaign's final stats give the mutation score.
+//
+// Input: a header line `application A mutant M` (M = -1 for the unmutated target; both taken
+// modulo what the case has), then an attention case (fuzz/attention_case.h, JSON).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/diagnostic.h"
+#include "core/text_printer.h"
+#include "fuzz/attention_case.h"
+#include "fuzz/target.h"
+#include "rewrites/members.h"
+#include "verify/engine.h"
+
+namespace fp::fuzz {
+namespace {
+
+struct VerifyCase {
+  std::int64_t application = 0, mutant = -1;
+  std::string attention;  // the attention case's text
+};
+
+std::string verify_case_text(const VerifyCase& c) {
+  return fmt::format("application {} mutant {}\n{}", c.application, c.mutant, c.attention);
+}
+
+VerifyCase parse_verify_case(const std::string& text, const std::string& name) {
+  const auto eol = text.find('\n');
+  const std::string head = text.substr(0, eol);
+  char w1[16] = {}, w2[16] = {};
+  long long a = -1, m = -2;
+  int used = 0;
+  if (std::sscanf(head.c_str(), "%15s %lld %15s %lld%n", w1, &a, w2, &m, &used) != 4 || std::string(w1) != "application" ||
+      std::string(w2) != "mutant" || static_cast<std::size_t>(used) != head.size() || a < 0 || m < -1)
+    throw UserError(kExitMalformed, name, 1, 1,
+                    "expected the header `application A mutant M` (A >= 0, M >= -1), then an attention case");
+  // The attention case keeps its line numbers: the header line becomes an empty line.
+  return VerifyCase{a, m, eol == std::string::npos ? "" : "\n" + text.substr(eol + 1)};
+}
+
+rc::Gen<std::string> verify_input() {
+  AttentionCaseOptions o;
+  o.allow_lookalikes = false;
+  o.allow_hostile = false;
+  o.max_seq = 6;
+  o.max_layers = 1;
+  return rc::gen::apply(
+      [](const AttentionCase& c, std::int64_t app, std::int64_t mutant) {
+        return verify_case_text(VerifyCase{app, mutant, attention_case_text(c)});
+      },
+      gen_attention_case(o), rc::gen::inRange<std::int64_t>(0, 4),
+      rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(-1)}, {4, rc::gen::inRange<std::int64_t>(0, 64)}}));
+}
+
+Config case_config(const AttentionCase& c) {
+  Config cfg;
+  for (const std::string& s : c.settings) {
+    const auto eq = s.find('=');
+    if (eq != std::string::npos) cfg.set(s.substr(0, eq), s.substr(eq + 1));
+  }
+  return cfg;
+}
+
+// Engine options of one execution: no cache, counterexamples into a scratch folder removed after.
+verify::EngineOptions engine_options(const std::string& scratch) {
+  verify::EngineOptions o;
+  o.use_cache = false;
+  o.limits.real_n = 1;
+  o.limits.mpfr_rows = 1000;
+  o.limits.search_trials = 400;
+  o.limits.budget_s = 120;
+  o.reduce_case_sizes = false;
+  o.cex_dir = scratch;
+  return o;
+}
+
+int severity(verify::VerdictKind k) {
+  using K = verify::VerdictKind;
+  return k == K::Refuted ? 3 : k == K::Error ? 2 : k == K::Unknown ? 1 : 0;
+}
+
+Execution run_verify(const std::string& input, const std::string& name) {
+  const VerifyCase vc = parse_verify_case(input, name);
+  const AttentionCase c = parse_attention_case(vc.attention, name);
+  const Routine original = build_case_routine(c);
+  verify::TierTasks tt = verify::tier_tasks(original, case_config(c), {}, name, "flashproof verify");
+  Execution x;
+  if (tt.result.applications.empty()) {
+    x.features.insert("verify:no-application");
+    return x;
+  }
+  const std::size_t app_index = static_cast<std::size_t>(vc.application) % tt.result.applications.size();
+  const Application& app = tt.result.applications[app_index];
+  std::vector<verify::Task> tasks;
+  for (const verify::Task& t : tt.tasks)
+    if (t.app.shape == app.shape && t.app.round == app.round && t.app.statements == app.statements) tasks.push_back(t);
+  if (tasks.empty()) {
+    x.features.insert("verify:no-obligation");
+    return x;
+  }
+  const std::string scratch = (std::filesystem::temp_directory_path() /
+                               fmt::format("flashproof-fuzz-verify-{}", ::getpid())).string();
+  const verify::EngineOptions options = engine_options(scratch);
+  const ShapeInfo* shape = find_shape(app.shape);
+  std::vector<Mutant> mutants;
+  if (vc.mutant >= 0 && shape && shape->mutants) mutants = shape->mutants(tasks[0].tgt, tasks[0].app);
+  std::optional<verify::Verdict> worst;
+  const Mutant* planted = mutants.empty() ? nullptr : &mutants[static_cast<std::size_t>(vc.mutant) % mutants.size()];
+  for (verify::Task t : tasks) {
+    if (planted) t.tgt = planted->tgt;
+    verify::Verdict v = verify::discharge(t, options);
+    x.features.insert(fmt::format("verdict:{}.{}", t.obligation.claim, verify::verdict_kind_name(v.kind)));
+    if (!worst || severity(v.kind) > severity(worst->kind)) worst = std::move(v);
+  }
+  std::filesystem::remove_all(scratch);
+  Finding f;
+  f.files["src.fp"] = print_routine(tasks[0].src);
+  if (planted) {
+    const std::string id = app.shape + "/" + planted->id;
+    if (worst->kind == verify::VerdictKind::Refuted) {
+      x.features.insert("killed:" + id);
+      return x;
+    }
+    x.features.insert("survived:" + id);
+    f.kind = "mutant-survived";
+    f.where = id;
+    f.message = fmt::format("the planted bug '{}' ({}) came out {}: {}", planted->id, planted->description,
+                            verify::verdict_kind_name(worst->kind), worst->message);
+    f.files["mutant.fp"] = print_routine(planted->tgt);
+  } else if (worst->kind == verify::VerdictKind::Refuted || worst->kind == verify::VerdictKind::Error) {
+    f.kind = worst->kind == verify::VerdictKind::Refuted ? "correct-rewrite-refuted" : "verify-error";
+    f.where = app.shape + "/" + worst->claim;
+    f.message = fmt::format("the unmutated rewrite's {} came out {}: {}", worst->claim,
+                            verify::verdict_kind_name(worst->kind), worst->message);
+    f.files["tgt.fp"] = print_routine(tasks[0].tgt);
+  } else {
+    x.features.insert("unmutated:" + app.shape);
+    return x;
+  }
+  x.finding = std::move(f);
+  return x;
+}
+
+}  // namespace
+
+Target verify_target() {
+  Target t;
+  t.name = "verify";
+  t.description = "planted mutants of each rewrite must be refuted; an unmutated rewrite never refuted";
+  t.input_kind = "`application A mutant M` line + attention case (JSON)";
+  t.generate = [](std::uint64_t seed) { return draw(verify_input(), seed); };
+  t.run = run_verify;
+  t.expected_rate = 0.5;
+  return t;
+}
+
+}  // namespace fp::fuzz
