@@ -19,7 +19,8 @@ std::int64_t SplitMix64::range(std::int64_t lo, std::int64_t hi) {
 }
 
 double random_mask_bit(std::uint64_t seed, std::int64_t s, std::int64_t t) {
-  SplitMix64 rng(seed * 0x100000001b3ULL ^ (static_cast<std::uint64_t>(s) << 32) ^ static_cast<std::uint64_t>(t));
+  SplitMix64 rng(seed * 0x100000001b3ULL ^ (static_cast<std::uint64_t>(s) << 32) ^
+                 static_cast<std::uint64_t>(t));
   rng.next();
   return static_cast<double>(rng.next() >> 63);
 }

@@ -17,10 +17,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char* const kCaseKeys[] = {"spec", "settings", "lookalike", "lookalike_seed", "data_seed", "hostile_percent"};
-const char* const kSpecKeys[] = {"batch", "heads", "sq",        "sk",        "d",     "e",    "dmodel",
-                                 "scale", "mask",  "mask_fill", "dropout",   "precision", "train", "leaf",
-                                 "layers"};
+const char* const kCaseKeys[] = {"spec",           "settings",  "lookalike",
+                                 "lookalike_seed", "data_seed", "hostile_percent"};
+const char* const kSpecKeys[] = {"batch",   "heads",     "sq",    "sk",   "d",
+                                 "e",       "dmodel",    "scale", "mask", "mask_fill",
+                                 "dropout", "precision", "train", "leaf", "layers"};
 
 // Locates keys in the case's text for messages: nlohmann does not keep positions, so a key is
 // found as its first quoted occurrence (a nested key after its parent's).
@@ -110,7 +111,8 @@ class CaseParser {
   std::uint64_t seed(const Json& v, const std::string& key) const {
     const std::size_t at = find_key(key, 0);
     if (v.is_number_unsigned()) return v.get<std::uint64_t>();
-    if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return static_cast<std::uint64_t>(v.get<std::int64_t>());
+    if (v.is_number_integer() && v.get<std::int64_t>() >= 0)
+      return static_cast<std::uint64_t>(v.get<std::int64_t>());
     fail(at, fmt::format("key '{}': expected a non-negative integer", key));
   }
   std::string string(const Json& v, std::size_t at, const std::string& key) const {
@@ -132,9 +134,10 @@ class CaseParser {
     for (const auto& [key, v] : j.items()) {
       const std::size_t at = find_key(key, spec_at);
       if (!known(kSpecKeys, key))
-        fail(at, fmt::format("unknown spec key '{}': expected batch, heads, sq, sk, d, e, dmodel, scale, mask, "
-                             "mask_fill, dropout, precision, train, leaf or layers",
-                             key));
+        fail(at,
+             fmt::format("unknown spec key '{}': expected batch, heads, sq, sk, d, e, dmodel, scale, mask, "
+                         "mask_fill, dropout, precision, train, leaf or layers",
+                         key));
       if (key == "batch") s.batch = integer(v, at, key);
       if (key == "heads") s.heads = integer(v, at, key);
       if (key == "sq") s.sq = integer(v, at, key);
@@ -160,7 +163,8 @@ class CaseParser {
       if (key == "leaf") s.leaf = boolean(v, at, key);
       if (key == "layers") {
         const std::int64_t l = integer(v, at, key);
-        if (l < 1 || l > kMaxAttentionLayers) fail(at, fmt::format("layers {}: expected 1 to {}", l, kMaxAttentionLayers));
+        if (l < 1 || l > kMaxAttentionLayers)
+          fail(at, fmt::format("layers {}: expected 1 to {}", l, kMaxAttentionLayers));
         s.layers = static_cast<int>(l);
       }
     }

@@ -40,7 +40,8 @@ std::optional<Nest> view(const StmtP& s) {
 }
 
 StmtP nest(const std::vector<Loop>& loops, StmtP inner) {
-  for (auto it = loops.rbegin(); it != loops.rend(); ++it) inner = for_loop(it->sym, it->from, it->to, {inner});
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it)
+    inner = for_loop(it->sym, it->from, it->to, {inner});
   return inner;
 }
 
@@ -129,7 +130,8 @@ class Editor {
     probs_ = find_nest(r_, n("probs"));
     if (max_init_ < 0 || max_ < 0 || shifted_ < 0 || exps_ < 0 || sum_ < 0 || probs_ < 0) return false;
     const ExprP mv = at(max_).set->value;
-    if (!reads(at(sum_).set->value, n("exps")) || mv->kind != ExprKind::Binary || mv->args[1]->kind != ExprKind::Get)
+    if (!reads(at(sum_).set->value, n("exps")) || mv->kind != ExprKind::Binary ||
+        mv->args[1]->kind != ExprKind::Get)
       return false;
     x_ = at(max_).set->value->args[1]->name;  // masked or scaled
     p_node_ = r_.find_node(n("dropped")) ? n("dropped") : n("probs");
@@ -182,9 +184,7 @@ class Editor {
   }
 
   void replace(int i, StmtP s) { body_[static_cast<std::size_t>(i)] = std::move(s); }
-  void insert(int before, StmtP s) {
-    body_.insert(body_.begin() + before, std::move(s));
-  }
+  void insert(int before, StmtP s) { body_.insert(body_.begin() + before, std::move(s)); }
   Routine finish() {
     out_.body = seq(std::move(body_));
     return std::move(out_);
@@ -205,7 +205,8 @@ class Editor {
     begin();
     const Nest s = at(sum_);
     const Expr& e = first_read(s.set->value, n("exps"));  // exps[b, s, h, t]
-    const std::int64_t sq = extent(s, "s"), sk = extent(s, "t"), heads = extent(s, "h"), batch = extent(s, "b");
+    const std::int64_t sq = extent(s, "s"), sk = extent(s, "t"), heads = extent(s, "h"),
+                       batch = extent(s, "b");
     std::vector<int> options = {3};
     if (sq == sk) options.push_back(0);
     if (heads >= 2) options.push_back(1);
@@ -243,7 +244,8 @@ class Editor {
       Expr c = *s.set->value;
       if (c.kind != ExprKind::Binary || c.binop() != BinOp::Add) return std::nullopt;
       c.op = static_cast<std::uint8_t>(BinOp::Max);
-      replace(sum_, with_set(s.loops, s.set->name, s.set->indices, std::make_shared<const Expr>(std::move(c))));
+      replace(sum_,
+              with_set(s.loops, s.set->name, s.set->indices, std::make_shared<const Expr>(std::move(c))));
       return finish();
     }
     // m2 = max over the keys of the raw scores; the shift subtracts max(m, m2).
@@ -385,10 +387,10 @@ class Editor {
 }  // namespace
 
 const std::vector<Lookalike>& lookalike_kinds() {
-  static const std::vector<Lookalike> kinds = {
-      Lookalike::SumOverOtherAxis, Lookalike::SecondMax,        Lookalike::ShiftedRead,
-      Lookalike::ExtraReaderOfL,   Lookalike::ExtraReaderOfP,   Lookalike::ExtraReaderOfMax,
-      Lookalike::DropoutLikeStep,  Lookalike::SumWithoutExp};
+  static const std::vector<Lookalike> kinds = {Lookalike::SumOverOtherAxis, Lookalike::SecondMax,
+                                               Lookalike::ShiftedRead,      Lookalike::ExtraReaderOfL,
+                                               Lookalike::ExtraReaderOfP,   Lookalike::ExtraReaderOfMax,
+                                               Lookalike::DropoutLikeStep,  Lookalike::SumWithoutExp};
   return kinds;
 }
 

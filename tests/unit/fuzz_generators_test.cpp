@@ -109,15 +109,47 @@ TEST(FuzzGen, AttentionCasesCoverTheSpace) {
     for (const auto& setting : c.settings) seen.insert(setting);
     if (c.settings.empty()) seen.insert("no-settings");
   }
-  for (const char* want :
-       {"mask:none", "mask:causal", "mask:prefix", "mask:padding", "mask:banded", "mask:random", "fill:-inf",
-        "fill:nan", "fill:inf", "fill:-1e4", "prec:f64", "prec:f32", "prec:f16", "prec:bf16", "leaf", "non-leaf",
-        "train", "forward", "square", "rectangular", "scale:0", "scale:set", "scale:default", "dropout",
-        "layers:1", "layers:2", "lookalike:none", "hostile", "plain-data", "no-key-visible",
-        "online_softmax=true", "online_softmax_backward=true", "online_softmax_block=1", "online_softmax_block=2",
-        "online_softmax_block=3", "online_softmax_block=4", "online_softmax_block=8", "no-settings"})
+  for (const char* want : {"mask:none",
+                           "mask:causal",
+                           "mask:prefix",
+                           "mask:padding",
+                           "mask:banded",
+                           "mask:random",
+                           "fill:-inf",
+                           "fill:nan",
+                           "fill:inf",
+                           "fill:-1e4",
+                           "prec:f64",
+                           "prec:f32",
+                           "prec:f16",
+                           "prec:bf16",
+                           "leaf",
+                           "non-leaf",
+                           "train",
+                           "forward",
+                           "square",
+                           "rectangular",
+                           "scale:0",
+                           "scale:set",
+                           "scale:default",
+                           "dropout",
+                           "layers:1",
+                           "layers:2",
+                           "lookalike:none",
+                           "hostile",
+                           "plain-data",
+                           "no-key-visible",
+                           "online_softmax=true",
+                           "online_softmax_backward=true",
+                           "online_softmax_block=1",
+                           "online_softmax_block=2",
+                           "online_softmax_block=3",
+                           "online_softmax_block=4",
+                           "online_softmax_block=8",
+                           "no-settings"})
     EXPECT_TRUE(seen.count(want)) << want;
-  for (Lookalike k : lookalike_kinds()) EXPECT_TRUE(seen.count(std::string("lookalike:") + lookalike_name(k)));
+  for (Lookalike k : lookalike_kinds())
+    EXPECT_TRUE(seen.count(std::string("lookalike:") + lookalike_name(k)));
 }
 
 // Always taking the first shrink walks to the simplest case RapidCheck can reach.
@@ -288,8 +320,8 @@ TEST(FuzzGen, LookalikesEditTheChainTheirNameSays) {
   std::set<std::string> shifted;
   for (std::uint64_t seed = 0; seed < 40; ++seed) {
     const std::string t = text(make_lookalike(plain, Lookalike::ShiftedRead, seed));
-    for (const char* read : {"exps[b, s, h, t + 1]", "scaled[b, s, h, t + 1]", "probs[b, s, h, t + 1]",
-                             "exps[b, s + 1, h, t]"})
+    for (const char* read :
+         {"exps[b, s, h, t + 1]", "scaled[b, s, h, t + 1]", "probs[b, s, h, t + 1]", "exps[b, s + 1, h, t]"})
       if (t.find(read) != std::string::npos) shifted.insert(read);
   }
   EXPECT_EQ(shifted.size(), 4u);
@@ -328,7 +360,8 @@ TEST(FuzzGen, HostileDataHoldsEveryClassAtEveryPrecision) {
       if (k) ++classes[hostile_kind_name(*k)];
     }
     for (int k = 0; k < kHostileKinds; ++k)
-      EXPECT_GT(classes[hostile_kind_name(static_cast<HostileKind>(k))], 0) << hostile_kind_name(static_cast<HostileKind>(k));
+      EXPECT_GT(classes[hostile_kind_name(static_cast<HostileKind>(k))], 0)
+          << hostile_kind_name(static_cast<HostileKind>(k));
     // Huge range: both ends of the exponent range appear.
     double lo = INFINITY, hi = 0;
     for (double v : t.data)
@@ -350,7 +383,8 @@ TEST(FuzzGen, HostileDataAtZeroPercentIsRandomInputs) {
   // At a small percentage most cells are random_inputs' cells.
   const TensorMap some = hostile_inputs(r, 4, 10), plain = random_inputs(r, 4);
   int same = 0;
-  for (std::size_t i = 0; i < 2048; ++i) same += same_value(some.at("x_f32").data[i], plain.at("x_f32").data[i]);
+  for (std::size_t i = 0; i < 2048; ++i)
+    same += same_value(some.at("x_f32").data[i], plain.at("x_f32").data[i]);
   EXPECT_GT(same, 1700);
   EXPECT_LT(same, 2000);
 }
@@ -392,9 +426,8 @@ TEST(FuzzGen, MutateTextIsDeterministicAndAlwaysChanges) {
 }
 
 RC_GTEST_PROP(FuzzGenProperty, MalformedTextIsRejectedOrParsedNeverCrashes, ()) {
-  const std::string text = *gen_malformed_text(rc::gen::map(gen_routine(), [](const Routine& r) {
-    return print_routine(r);
-  }));
+  const std::string text =
+      *gen_malformed_text(rc::gen::map(gen_routine(), [](const Routine& r) { return print_routine(r); }));
   try {
     const Routine r = parse_routine(text, "mutant.fp");
     RC_ASSERT(parse_routine(print_routine(r), "again.fp").name == r.name);
