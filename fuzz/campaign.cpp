@@ -214,6 +214,14 @@ CampaignStats run_campaign(const CampaignOptions& o) {
     progress.say(fmt::format("resuming stream {} of {} at execution {}", state.stream, state.streams, state.next));
 
   StopSignals stop_signals;
+  // A long execution (the verifier's) ends at the campaign's deadline too.
+  struct DeadlineScope {
+    explicit DeadlineScope(std::optional<Clock::time_point> d) { set_campaign_deadline(d); }
+    ~DeadlineScope() { set_campaign_deadline(std::nullopt); }
+  } deadline(o.max_total_time > 0 ? std::optional<Clock::time_point>(
+                                        start + std::chrono::duration_cast<Clock::duration>(
+                                                    std::chrono::duration<double>(o.max_total_time)))
+                                  : std::nullopt);
   auto last_save = Clock::now();
   const auto loop_start = Clock::now();
   for (std::uint64_t i = state.next;; ++i) {

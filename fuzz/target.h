@@ -15,6 +15,7 @@
 // that hit something new.
 #include <rapidcheck.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -54,6 +55,11 @@ struct Target {
   // campaign should expect on one core at the generator's sizes (progress estimates only).
   double expected_rate = 100;
 };
+
+// The running campaign's end (-max_total_time), for a target whose one execution can be long (the
+// verifier's): the seconds left, at most `cap` (`cap` when no deadline is set).
+void set_campaign_deadline(std::optional<std::chrono::steady_clock::time_point> deadline);
+double seconds_left(double cap);
 
 // Every target, in the order `flashproof fuzz list` prints them.
 const std::vector<Target>& targets();

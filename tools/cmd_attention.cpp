@@ -44,7 +44,8 @@ void setup_attention(CLI::App& app) {
       ->transform(finite());
   sub->add_option(
          "--mask", s.mask,
-         "Mask: none, causal, prefix:N (first N keys always visible) or padding:N (last N keys hidden)")
+         "Mask: none, causal, prefix:N (first N keys always visible), padding:N (last N keys hidden), "
+         "banded:W (a window of the W keys up to the diagonal) or random:SEED (a random per-cell mask, input mask_keep)")
       ->capture_default_str();
   sub->add_option("--mask-fill", s.mask_fill, "Value of a masked score: -inf, inf, nan or a finite number")
       ->capture_default_str();

@@ -307,7 +307,7 @@ void setup_bench(CLI::App& app) {
   add_executor_option(*sub, "--executor", o->executor, "Executor");
   sub->add_option("--threads", o->threads, "C executor threads (default: $FLASHPROOF_THREADS or all cores)")
       ->transform(thread_count());
-  sub->add_option("--mask", o->mask, "Mask: none, causal, prefix:N, padding:N")->capture_default_str();
+  sub->add_option("--mask", o->mask, "Mask: none, causal, prefix:N, padding:N, banded:W, random:SEED")->capture_default_str();
   sub->add_option("--interp-max-seq", o->interp_max_seq,
                   "Also time the interpreter once at lengths up to this (0: never)")
       ->transform(integer_in<std::int64_t>(0, kMaxAttentionSize))

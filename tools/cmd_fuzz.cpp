@@ -1,6 +1,6 @@
 // `flashproof fuzz TARGET [CORPUS_DIR|FILE…]`, `flashproof fuzz merge OUT IN…`, `flashproof fuzz
 // list`: fuzzing campaigns against the rewrites (docs/fuzzing.md; the runner is fuzz/campaign.h).
-// libFuzzer's flags keep libFuzzer's meanings and spelling (-runs=N; tools/libfuzzer_flags.h).
+// libFuzzer's flags keep libFuzzer's meanings and spelling (-runs=N; fuzz/libfuzzer_flags.h).
 // Exit: 0 nothing failed, 1 a finding (new, or a known one seen again), 64 usage, 65 a case file
 // that is not an input of the target, 66 an unreadable one.
 #include <fcntl.h>

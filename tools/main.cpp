@@ -24,7 +24,7 @@
 #include "flashproof/version.h"
 #include "tools/cli_errors.h"
 #include "tools/command.h"
-#include "tools/libfuzzer_flags.h"
+#include "fuzz/libfuzzer_flags.h"
 #include "tools/standard_output.h"
 
 namespace {
@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("flashproof ") + FLASHPROOF_VERSION);
   app.require_subcommand(1);
   fp::cli::add_registered_commands(app);
-  // `fuzz` takes libFuzzer's one-dash flags (-runs=N): respelled for CLI11 (tools/libfuzzer_flags.h).
-  std::vector<std::string> args = fp::cli::respell_libfuzzer_flags(argc, argv);
+  // `fuzz` takes libFuzzer's one-dash flags (-runs=N): respelled for CLI11 (fuzz/libfuzzer_flags.h).
+  std::vector<std::string> args = fp::fuzz::respell_libfuzzer_flags(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& a : args) arg_pointers.push_back(a.data());
   try {

@@ -97,6 +97,9 @@ const char* comparison_basis_name(NodeCheck::Kind k) {
 
 double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
+  if (c.kind == NodeCheck::Kind::Scaled && !std::isfinite(scale) && std::isnan(s) != std::isnan(t) &&
+      (std::isinf(s) || std::isinf(t)))
+    return 0;  // a non-finite operand: NaN against ±inf is outside the claim (docs/bounds.md §2)
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
   if (c.kind == NodeCheck::Kind::StandIn) {
     if (std::isinf(s) || std::isinf(t)) return s == t ? 0 : INFINITY;

@@ -22,7 +22,7 @@ struct Rewritten {
   RewriteResult result;
 };
 
-Rewritten rewrite_attention(int layers, Prec prec = Prec::F32) {
+Rewritten rewrite_attention(int layers, Prec prec = Prec::F32, const std::string& block = "") {
   AttentionSpec s;
   s.sq = 6;
   s.sk = 12;
@@ -32,6 +32,7 @@ Rewritten rewrite_attention(int layers, Prec prec = Prec::F32) {
   s.precision = prec;
   Config cfg;
   cfg.set("online_softmax", "true");
+  if (!block.empty()) cfg.set("online_softmax_block", block);
   Rewritten r{build_attention(s), {}};
   r.result = run_tier(r.original, cfg, {});
   return r;
@@ -82,6 +83,22 @@ TEST(DiffPlan, AnOutputTwoBoundedClaimsReachGetsTheStandIn) {
   bool noted = false;
   for (const auto& n : plan.notes) noted = noted || n == "o: perturbed by more than one bounded claim";
   EXPECT_TRUE(noted);
+}
+
+// The block fold's claims: one layer's output keeps its certified check (fold-sum and
+// fold-output of one application are stated jointly); the second of two folded layers is fed the
+// first's perturbed output — through its scores, not through a node the first fold's plan names —
+// and gets the stand-in. (Found by `flashproof fuzz rewrite`: a first layer's numerator overflow,
+// inside its claim, made the second layer's output NaN, and the plan had certified it.)
+TEST(DiffPlan, TheSecondOfTwoFoldedLayersGetsTheStandIn) {
+  const Rewritten one = rewrite_attention(1, Prec::F32, "1");
+  const verify::RewriteDiffPlan p1 = verify::plan_rewrite_diff(one.original, one.result);
+  EXPECT_EQ(p1.certified.count("o"), 1u);
+  EXPECT_TRUE(p1.stand_in.empty());
+  const Rewritten two = rewrite_attention(2, Prec::F32, "1");
+  const verify::RewriteDiffPlan p2 = verify::plan_rewrite_diff(two.original, two.result);
+  EXPECT_EQ(p2.certified.count("o"), 0u);
+  EXPECT_EQ(p2.stand_in.count("o"), 1u);
 }
 
 TEST(DiffPlan, InstrumentingTheOriginalChangesNoneOfItsOutputs) {

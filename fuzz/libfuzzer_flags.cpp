@@ -1,9 +1,9 @@
 // libFuzzer's flag spelling for `flashproof fuzz` (libfuzzer_flags.h).
-#include "tools/libfuzzer_flags.h"
+#include "fuzz/libfuzzer_flags.h"
 
 #include <algorithm>
 
-namespace fp::cli {
+namespace fp::fuzz {
 
 const std::vector<std::string>& libfuzzer_flag_names() {
   static const std::vector<std::string> names = {"runs",          "max_total_time", "seed",
@@ -29,4 +29,4 @@ std::vector<std::string> respell_libfuzzer_flags(int argc, char** argv) {
   return out;
 }
 
-}  // namespace fp::cli
+}  // namespace fp::fuzz

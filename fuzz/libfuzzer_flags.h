@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace fp::cli {
+namespace fp::fuzz {
 
 // The flags fuzz accepts with libFuzzer's spelling.
 const std::vector<std::string>& libfuzzer_flag_names();
@@ -14,4 +14,4 @@ const std::vector<std::string>& libfuzzer_flag_names();
 // argv (program name first) with the fuzz subcommand's libFuzzer flags respelled.
 std::vector<std::string> respell_libfuzzer_flags(int argc, char** argv);
 
-}  // namespace fp::cli
+}  // namespace fp::fuzz
