@@ -48,8 +48,9 @@ struct NodeCheck {
   // hand-written bounded:REL claim is strict (an infinity must be matched exactly).
   bool overflow_tolerant = false;
   // With overflow_tolerant: how many times the per-cell magnitude (Scaled's scale, Relative's |s|)
-  // an intermediate may grow to — the block fold's partial numerators, up to l·Σ|p·v| with
-  // 1 <= l <= n keys, overflow (with either sign) while O would not. A one-sided overflow is then
+  // an intermediate may grow to — the block fold's partial numerators, up to about Σ|v| against
+  // the running maximum (block_fold_output_bound.cpp: 2·max(n, 1/κ)), overflow (with either sign)
+  // while O would not. A one-sided overflow is then
   // within the bound when (magnitude + allowed)·headroom reaches the threshold: outside the bound's
   // no-overflow hypothesis, not a counterexample.
   double overflow_headroom = 1;

@@ -25,11 +25,20 @@ namespace fp::verify {
 
 namespace {
 
-// The fold's partial numerators reach l·Σ|p·v| (1 <= l <= n) and can overflow where O does not: the
-// bound holds in the absence of overflow (docs/bounds.md §4, §7), so a one-sided infinity whose
-// per-cell magnitude times n reaches the threshold is outside its hypothesis (NodeCheck::overflow_headroom).
-void with_numerator_headroom(DownstreamPlan& plan, std::int64_t keys) {
-  for (NodeCheck& c : plan.checks) c.overflow_headroom = static_cast<double>(std::max<std::int64_t>(keys, 1));
+// The fold's partial numerators can overflow where O does not, and the bound holds in the absence
+// of overflow (docs/bounds.md §4, §7): a one-sided infinity is outside its hypothesis when an
+// intermediate numerator could reach the threshold. Against the running maximum each exponential is
+// at most 1 (rounding aside), so a partial numerator is at most about Σ|v| over the row — not
+// l·Σ|p·v|: before the maximum rises, keys the final maximum makes negligible weigh 1 — and the
+// per-cell magnitude Σ(|P̂| + κ)|v| is at least κ·Σ|v|. The headroom is max(n, 1/κ), doubled for
+// the exponentials' and the sums' rounding (n·u_state < 1/2 wherever the bound is defined)
+// (NodeCheck::overflow_headroom). `flashproof fuzz rewrite` found the 1/κ case: f64, two keys of
+// v = 1.8e308 weighing 5.5e-4 each in O but 1 each in the numerator until a masked score of 7.5
+// raised the maximum.
+void with_numerator_headroom(DownstreamPlan& plan, std::int64_t keys, double kappa) {
+  const double n = static_cast<double>(std::max<std::int64_t>(keys, 1));
+  const double headroom = 2 * (kappa > 0 ? std::max(n, 1 / kappa) : n);
+  for (NodeCheck& c : plan.checks) c.overflow_headroom = headroom;
 }
 
 std::string fraction(double v) {
@@ -64,7 +73,7 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
                                     &why, p, fb.kappa);
   if (!plan || plan->checks[0].node != out)
     return unknown(UnknownReason::Unsupported, "the source's value pass: " + why);
-  with_numerator_headroom(*plan, bt.terms);
+  with_numerator_headroom(*plan, bt.terms, fb.kappa);
   BoundInfo bi;
   bi.formula =
       "|O_fold - O_src| <= rel_z·Σ_j (|P̂_j| + κ)·|v_j| + abs per output cell (docs/bounds.md §7 \"O\": the "
@@ -160,7 +169,7 @@ std::optional<DownstreamPlan> plan_fold_output(const Routine& src, const Applica
   auto plan = scaled_reduction_plan(src, static_cast<std::size_t>(app.statements[0] - 1), fb.rel_z, fb.abs, why, p,
                                     fb.kappa);
   if (!plan) return plan;
-  with_numerator_headroom(*plan, bt.terms);
+  with_numerator_headroom(*plan, bt.terms, fb.kappa);
   plan->bounds.push_back(DownstreamBound{
       plan->checks[0].node,
       fmt::format("|{0}_tgt - {0}_src| <= rel_z·Σ(|{1}| + κ)·|v| + abs, κ = {2:.3g}, abs = {3:.3g} (docs/bounds.md §7)",
