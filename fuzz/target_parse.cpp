@@ -9,16 +9,12 @@
 // through fuzz/text_mutation.h's edits (3 in 4 inputs are mutated).
 #include <fmt/format.h>
 
-#include <typeinfo>
-
-#include "core/checker.h"
-#include "core/diagnostic.h"
-#include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "frontend/attention.h"
 #include "fuzz/random_routine.h"
 #include "fuzz/target.h"
 #include "fuzz/text_mutation.h"
+#include "fuzz/text_round_trip.h"
 
 namespace fp::fuzz {
 namespace {
@@ -40,66 +36,12 @@ rc::Gen<std::string> parse_input() {
   return rc::gen::weightedOneOf<std::string>({{1, valid_text()}, {3, gen_malformed_text(valid_text())}});
 }
 
-// The first two words of a diagnostic: its class, as a feature ("expected ']',", "unknown node").
-std::string diagnostic_class(const std::string& message) {
-  std::size_t end = 0;
-  for (int words = 0; words < 2 && end != std::string::npos; ++words) end = message.find(' ', end + (words > 0));
-  std::string head = message.substr(0, end);
-  if (head.size() > 40) head.resize(40);
-  return head;
-}
-
 Execution run_parse(const std::string& input, const std::string& name) {
   Execution x;
-  auto fail = [&](const char* kind, std::string where, std::string message) {
-    x.finding = Finding{kind, std::move(where), std::move(message), {}};
-    return x;
-  };
-  Routine r;
-  try {
-    r = parse_routine(input, name);
-  } catch (const UserError& e) {
-    x.features.insert("outcome:rejected");
-    x.features.insert("diagnostic:" + diagnostic_class(e.message()));
-    if (e.code() != kExitMalformed)
-      return fail("wrong-exit-code", std::to_string(e.code()),
-                  fmt::format("a malformed text gave exit {} instead of 65: {}", e.code(), e.what()));
-    if (e.line() <= 0 || e.file() != name)
-      return fail("unlocated-diagnostic", diagnostic_class(e.message()),
-                  fmt::format("the parser's diagnostic names no line of the file: {}", e.what()));
-    return x;
-  } catch (const std::exception& e) {
-    return fail("parser-exception", typeid(e).name(), fmt::format("the parser threw {}: {}", typeid(e).name(), e.what()));
+  if (auto f = check_fp_text(input, name, &x.features)) {
+    x.finding = Finding{f->kind, f->where, f->message, {}};
+    if (!f->printed.empty()) x.finding->files["printed.fp"] = f->printed;
   }
-  const std::vector<Diagnostic> problems = check_routine(r);
-  if (!problems.empty()) {
-    x.features.insert("outcome:ill-formed");
-    for (const Diagnostic& d : problems) {
-      x.features.insert("check:" + diagnostic_class(d.message));
-      if (d.loc.line <= 0)
-        return fail("unlocated-check", diagnostic_class(d.message),
-                    fmt::format("a checker problem has no line: {}", d.message));
-    }
-    return x;
-  }
-  x.features.insert("outcome:well-formed");
-  const std::string printed = print_routine(r);
-  Routine back;
-  try {
-    back = parse_routine(printed, name + " (printed)");
-  } catch (const std::exception& e) {
-    x.finding = Finding{"printed-text-rejected", "print", fmt::format("the printed routine does not parse: {}", e.what()),
-                        {{"printed.fp", printed}}};
-    return x;
-  }
-  if (!equal(back, r)) {
-    x.finding = Finding{"round-trip-changed", "print",
-                        "parsing the printed routine gives a different routine (printed.fp holds the text)",
-                        {{"printed.fp", printed}}};
-    return x;
-  }
-  if (print_routine(back) != printed)
-    return fail("print-not-fixed-point", "print", "printing the reparsed routine gives another text");
   return x;
 }
 
