@@ -63,8 +63,8 @@ bool write_finding(const std::string& prefix, const FindingRecord& r) {
   out.write_file("finding.json", j.dump(2) + "\n");
   std::set<std::string> folders;
   for (const auto& [name, text] : r.finding.files) {
-    if (const auto slash = name.rfind('/'); slash != std::string::npos && folders.insert(name.substr(0, slash)).second)
-      out.make_subdirectory(name.substr(0, slash));
+    for (auto slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1))
+      if (folders.insert(name.substr(0, slash)).second) out.make_subdirectory(name.substr(0, slash));
     out.write_file(name, text);
   }
   out.write_file("replay.sh", replay_script(r.target), 0777);

@@ -21,6 +21,7 @@
 #include "core/interpreter.h"
 #include "core/text_printer.h"
 #include "fuzz/attention_case.h"
+#include "fuzz/corpus.h"
 #include "fuzz/hostile_data.h"
 #include "fuzz/target.h"
 #include "rewrites/members.h"
@@ -109,6 +110,25 @@ bool indistinguishable(const Routine& a, const Routine& b) {
   return true;
 }
 
+// The verifier's own counterexample of a refuted obligation, reduced in size
+// (verify/size_reduction.h), as the finding's counterexample/ folder.
+void attach_reduced_counterexample(const std::vector<verify::Task>& tasks, const std::string& claim,
+                                   const std::string& scratch, Finding& f) {
+  verify::EngineOptions o = engine_options(scratch);
+  o.reduce_case_sizes = true;
+  for (const verify::Task& t : tasks) {
+    if (t.obligation.claim != claim) continue;
+    const verify::Verdict v = verify::discharge(t, o);
+    if (v.counterexample)
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(v.counterexample->dir))
+        if (entry.is_regular_file())
+          f.files["counterexample/" + std::filesystem::relative(entry.path(), v.counterexample->dir).string()] =
+              read_case_file(entry.path().string());
+    break;
+  }
+  std::filesystem::remove_all(scratch);
+}
+
 int severity(verify::VerdictKind k) {
   using K = verify::VerdictKind;
   return k == K::Refuted ? 3 : k == K::Error ? 2 : k == K::Unknown ? 1 : 0;
@@ -174,6 +194,7 @@ Execution run_verify(const std::string& input, const std::string& name) {
     f.message = fmt::format("the unmutated rewrite's {} came out {}: {}", worst->claim,
                             verify::verdict_kind_name(worst->kind), worst->message);
     f.files["tgt.fp"] = print_routine(tasks[0].tgt);
+    if (worst->kind == verify::VerdictKind::Refuted) attach_reduced_counterexample(tasks, worst->claim, scratch, f);
   } else {
     x.features.insert("unmutated:" + app.shape);
     return x;

@@ -140,10 +140,16 @@ TEST(FuzzCampaign, HostileCorpusAndFindingFilesAreSkipped) {
   EXPECT_EQ(c.resume({"parse", 7, 0, 1, 0})->next, 42u);
   EXPECT_FALSE(c.resume({"exec", 7, 0, 1, 0}));
   // A finding whose finding.json was edited to another signature no longer claims its directory.
-  FindingRecord r{"parse", Finding{"big", "toy", "m", {}}, "600", 1, 2};
+  FindingRecord r{"parse", Finding{"big", "toy", "m", {{"counterexample/inputs/q.npy", "bytes"}, {"a.fp", "x"}}}, "600", 1, 2};
   ASSERT_TRUE(write_finding(dir + "/f/", r));
   EXPECT_FALSE(write_finding(dir + "/f/", r));
   EXPECT_EQ(finding_dirs(dir + "/f").size(), 1u);
+  {
+    auto back = read_finding(finding_dir(dir + "/f/", "parse", "big:toy"));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->finding.files, r.finding.files);  // nested files too
+    EXPECT_EQ(back->input, "600");
+  }
   const std::string d = finding_dir(dir + "/f/", "parse", "big:toy");
   std::string json;
   {
