@@ -95,11 +95,22 @@ const char* comparison_basis_name(NodeCheck::Kind k) {
   return "?";
 }
 
+// An intermediate up to headroom times the per-cell magnitude (the fold's partial numerators, of
+// either sign) may have overflowed: outside the no-overflow hypothesis. The magnitude is widened by
+// 2^-20 for its own f64 rounding (this direction only excuses).
+static bool intermediate_may_overflow(const NodeCheck& c, double mag) {
+  if (!c.overflow_tolerant || c.overflow_headroom <= 1 || std::isnan(mag)) return false;
+  const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
+  return (static_cast<long double>(mag) + allowed) * c.overflow_headroom * (1 + 0x1p-20L) >= overflow_threshold(c.prec);
+}
+
 double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   if (c.kind == NodeCheck::Kind::Bitwise) return same_value(s, t) ? 0 : INFINITY;
   if (c.kind == NodeCheck::Kind::Scaled && !std::isfinite(scale) && std::isnan(s) != std::isnan(t) &&
       (std::isinf(s) || std::isinf(t)))
     return 0;  // a non-finite operand: NaN against ±inf is outside the claim (docs/bounds.md §2)
+  if (c.kind == NodeCheck::Kind::Scaled && std::isnan(s) != std::isnan(t) && intermediate_may_overflow(c, scale))
+    return 1;  // an overflowed intermediate became NaN (inf − inf, inf·0 in a rescale): outside the hypothesis
   if (std::isnan(s) || std::isnan(t)) return std::isnan(s) && std::isnan(t) ? 0 : INFINITY;
   if (c.kind == NodeCheck::Kind::StandIn) {
     if (std::isinf(s) || std::isinf(t)) return s == t ? 0 : INFINITY;
@@ -114,12 +125,7 @@ double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
     if ((std::isinf(s) && std::isinf(t)) || !c.overflow_tolerant) return INFINITY;
     // One side overflowed: within the bound when the other can reach the overflow threshold.
     const double fin = std::isinf(s) ? t : s, inf = std::isinf(s) ? s : t;
-    // An intermediate up to headroom times the per-cell magnitude (the fold's partial numerators,
-    // of either sign) may have overflowed: outside the no-overflow hypothesis. The magnitude is
-    // widened by 2^-20 for its own f64 rounding (this direction only excuses).
-    if (c.overflow_headroom > 1 &&
-        (static_cast<long double>(mag) + allowed) * c.overflow_headroom * (1 + 0x1p-20L) >= overflow_threshold(c.prec))
-      return 1;
+    if (intermediate_may_overflow(c, mag)) return 1;
     if (std::signbit(fin) != std::signbit(inf) && fin != 0) return INFINITY;
     return std::fabs(static_cast<long double>(fin)) + allowed >= overflow_threshold(c.prec) ? 1 : INFINITY;
   }
