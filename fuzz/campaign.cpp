@@ -69,28 +69,6 @@ bool same_failure(const Execution& e, const std::string& signature) {
   return e.finding && e.finding->signature() == signature;
 }
 
-// Walks the shrinks of a failing input greedily: the first shrink that fails with the same
-// signature replaces it, until none does or the budget is spent.
-rc::Shrinkable<std::string> minimize(const Target& t, rc::Shrinkable<std::string> failing, const std::string& signature,
-                                     double budget_s, std::uint64_t* tries) {
-  const auto start = Clock::now();
-  bool progressed = true;
-  while (progressed && since(start) < budget_s) {
-    progressed = false;
-    auto shrinks = failing.shrinks();
-    while (auto child = shrinks.next()) {
-      if (since(start) >= budget_s) break;
-      ++*tries;
-      if (same_failure(run_guarded(t, child->value(), "shrink"), signature)) {
-        failing = *child;
-        progressed = true;
-        break;
-      }
-    }
-  }
-  return failing;
-}
-
 class Progress {
  public:
   Progress(const CampaignOptions& o) : quiet_(o.quiet), terminal_(o.progress_on_terminal && ::isatty(2)) {}
@@ -150,120 +128,179 @@ std::uint64_t case_seed(std::uint64_t seed, const StreamLayout& layout, std::uin
   return z ^ (z >> 31);
 }
 
-CampaignStats run_campaign(const CampaignOptions& o) {
-  const Target& t = *o.target;
-  CampaignStats stats;
-  Progress progress(o);
-  const auto start = Clock::now();
-  if (const std::string folder = folder_of_prefix(o.artifact_prefix); folder != ".") create_output_directories(folder);
-  for (const std::string& dir : adopt_raw_artifacts(o.artifact_prefix, t.name)) {
-    stats.findings.push_back(dir);
-    progress.say(fmt::format("adopted an earlier crash or timeout as the finding {}", dir));
-  }
-  // Findings already on disk: the same signature again is counted, not rewritten.
-  std::set<std::string> known;
-  for (const std::string& dir : finding_dirs(folder_of_prefix(o.artifact_prefix)))
-    if (auto r = read_finding(dir); r && r->target == t.name) known.insert(r->finding.signature());
+namespace {
 
-  std::optional<Corpus> corpus;
-  if (!o.corpus_dirs.empty()) corpus.emplace(o.corpus_dirs[0]);
-  auto report = [&](FindingRecord r) {
+// One campaign: the findings on disk, the corpus, the stream, and the loop over it.
+class Campaign {
+ public:
+  explicit Campaign(const CampaignOptions& o)
+      : o_(o), t_(*o.target), progress_(o), start_(Clock::now()), guard_(o.artifact_prefix, t_.name, o.timeout_s) {
+    if (!o.corpus_dirs.empty()) corpus_.emplace(o.corpus_dirs[0]);
+  }
+
+  CampaignStats run() {
+    take_stock_of_findings();
+    replay_corpus();
+    run_stream(resume_point());
+    progress_.update(stats_, true);
+    progress_.finish();
+    return stats_;
+  }
+
+ private:
+  // Crash and timeout files of an earlier run become findings; the signatures already on disk are
+  // counted when seen again, not rewritten.
+  void take_stock_of_findings() {
+    const std::string folder = folder_of_prefix(o_.artifact_prefix);
+    if (folder != ".") create_output_directories(folder);
+    for (const std::string& dir : adopt_raw_artifacts(o_.artifact_prefix, t_.name)) {
+      stats_.findings.push_back(dir);
+      progress_.say(fmt::format("adopted an earlier crash or timeout as the finding {}", dir));
+    }
+    for (const std::string& dir : finding_dirs(folder))
+      if (auto r = read_finding(dir); r && r->target == t_.name) known_.insert(r->finding.signature());
+  }
+
+  // Runs one input under the crash guard (a crash or a hang writes it; crash_guard.h).
+  Execution guarded(const std::string& input, const std::string& name) {
+    guard_.begin(input);
+    Execution e = run_guarded(t_, input, name);
+    guard_.end();
+    return e;
+  }
+
+  void report(FindingRecord r) {
     const std::string sig = r.finding.signature();
-    if (!known.insert(sig).second) {
-      ++stats.known_findings;
+    if (!known_.insert(sig).second) {
+      ++stats_.known_findings;
       return;
     }
-    if (write_finding(o.artifact_prefix, r)) {
-      const std::string dir = finding_dir(o.artifact_prefix, t.name, sig);
-      stats.findings.push_back(dir);
-      progress.say(fmt::format("FINDING {} ({}): {}\n  case: {}\n  replay: {}/replay.sh", r.finding.kind,
-                               r.finding.where, r.finding.message, dir, dir));
-    }
-  };
-
-  // The corpus first (libFuzzer's INITED): its features, and its failures.
-  CrashGuard guard(o.artifact_prefix, t.name, o.timeout_s);
-  for (const std::string& dir : o.corpus_dirs) {
-    for (const std::string& input : Corpus(dir).load()) {
-      guard.begin(input);
-      Execution e;
-      try {
-        e = t.run(input, dir + "/" + input_digest(input));
-      } catch (const UserError& err) {
-        guard.end();
-        std::fprintf(stderr, "flashproof fuzz: warning: %s: skipped: %s\n", err.file().c_str(), err.message().c_str());
-        continue;
-      } catch (const std::exception&) {
-        e = run_guarded(t, input, dir);
-      }
-      guard.end();
-      ++stats.corpus_replays;
-      record_features(stats, e);
-      ++stats.corpus_size;
-      if (e.finding) report(FindingRecord{t.name, *e.finding, input, 0, 0});
-    }
+    if (!write_finding(o_.artifact_prefix, r)) return;
+    const std::string dir = finding_dir(o_.artifact_prefix, t_.name, sig);
+    stats_.findings.push_back(dir);
+    progress_.say(fmt::format("FINDING {} ({}): {}\n  case: {}\n  replay: {}/replay.sh", r.finding.kind, r.finding.where,
+                              r.finding.message, dir, dir));
   }
-  if (!o.quiet && !o.corpus_dirs.empty())
-    progress.say(fmt::format("corpus: {} inputs replayed, {} features", stats.corpus_replays, stats.features.size()));
 
-  Corpus::StreamState state{t.name, o.seed, o.layout.stream(), o.layout.streams(), 0};
-  if (corpus)
-    if (auto saved = corpus->resume(state)) state.next = saved->next;
-  stats.first_execution = state.next;
-  if (!o.quiet && state.next > 0)
-    progress.say(fmt::format("resuming stream {} of {} at execution {}", state.stream, state.streams, state.next));
-
-  StopSignals stop_signals;
-  // A long execution (the verifier's) ends at the campaign's deadline too.
-  struct DeadlineScope {
-    explicit DeadlineScope(std::optional<Clock::time_point> d) { set_campaign_deadline(d); }
-    ~DeadlineScope() { set_campaign_deadline(std::nullopt); }
-  } deadline(o.max_total_time > 0 ? std::optional<Clock::time_point>(
-                                        start + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(o.max_total_time)))
-                                  : std::nullopt);
-  auto last_save = Clock::now();
-  const auto loop_start = Clock::now();
-  for (std::uint64_t i = state.next;; ++i) {
-    if (o.runs >= 0 && static_cast<std::int64_t>(stats.executions) >= o.runs) break;
-    if (o.max_total_time > 0 && since(start) >= o.max_total_time) break;
-    if (g_stop_requested) {
-      progress.say("stopping: signal received");
-      break;
-    }
-    const std::uint64_t seed = case_seed(o.seed, o.layout, i);
-    rc::Shrinkable<std::string> drawn = t.generate(seed);
-    const std::string input = drawn.value();
-    guard.begin(input);
-    Execution e = run_guarded(t, input, fmt::format("seed {}", seed));
-    guard.end();
-    ++stats.executions;
-    if (record_features(stats, e) && corpus && corpus->add(input)) ++stats.corpus_size;
-    if (e.finding) {
-      const std::string sig = e.finding->signature();
-      if (known.count(sig)) {
-        ++stats.known_findings;
-      } else {
-        std::uint64_t tries = 0;
-        rc::Shrinkable<std::string> small = minimize(t, drawn, sig, o.minimize_budget_s, &tries);
-        Execution again = run_guarded(t, small.value(), "minimized");
-        report(FindingRecord{t.name, same_failure(again, sig) ? *again.finding : *e.finding, small.value(), seed, i});
+  // The corpus first (libFuzzer's INITED): its features, and its failures. A file that is not an
+  // input of the target is skipped with a warning.
+  void replay_corpus() {
+    for (const std::string& dir : o_.corpus_dirs) {
+      for (const std::string& input : Corpus(dir).load()) {
+        const std::string name = dir + "/" + input_digest(input);
+        try {
+          guard_.begin(input);
+          Execution e = t_.run(input, name);
+          guard_.end();
+          account(e, input);
+        } catch (const UserError& err) {
+          guard_.end();
+          std::fprintf(stderr, "flashproof fuzz: warning: %s: skipped: %s\n", err.file().c_str(), err.message().c_str());
+        } catch (const std::exception&) {
+          guard_.end();
+          account(guarded(input, name), input);
+        }
       }
     }
-    state.next = i + 1;
-    stats.seconds = since(loop_start);
-    if (corpus && since(last_save) >= 1.0) {
-      corpus->save(state);
-      last_save = Clock::now();
-    }
-    progress.update(stats);
+    if (!o_.corpus_dirs.empty())
+      progress_.say(fmt::format("corpus: {} inputs replayed, {} features", stats_.corpus_replays, stats_.features.size()));
   }
-  if (corpus) corpus->save(state);
-  stats.seconds = since(loop_start);
-  progress.update(stats, true);
-  progress.finish();
-  return stats;
-}
+
+  void account(const Execution& e, const std::string& input) {
+    ++stats_.corpus_replays;
+    ++stats_.corpus_size;
+    record_features(stats_, e);
+    if (e.finding) report(FindingRecord{t_.name, *e.finding, input, 0, 0});
+  }
+
+  Corpus::StreamState resume_point() {
+    Corpus::StreamState state{t_.name, o_.seed, o_.layout.stream(), o_.layout.streams(), 0};
+    if (corpus_)
+      if (auto saved = corpus_->resume(state)) state.next = saved->next;
+    stats_.first_execution = state.next;
+    if (state.next > 0)
+      progress_.say(fmt::format("resuming stream {} of {} at execution {}", state.stream, state.streams, state.next));
+    return state;
+  }
+
+  bool should_stop() {
+    if (o_.runs >= 0 && static_cast<std::int64_t>(stats_.executions) >= o_.runs) return true;
+    if (o_.max_total_time > 0 && since(start_) >= o_.max_total_time) return true;
+    if (!g_stop_requested) return false;
+    progress_.say("stopping: signal received");
+    return true;
+  }
+
+  std::optional<Clock::time_point> deadline() const {
+    if (o_.max_total_time <= 0) return std::nullopt;
+    return start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.max_total_time));
+  }
+
+  // A failing drawn input: minimized by its shrinks (each run under the guard), then reported.
+  void found(const rc::Shrinkable<std::string>& drawn, const Finding& f, std::uint64_t seed, std::uint64_t i) {
+    const std::string sig = f.signature();
+    if (known_.count(sig)) {
+      ++stats_.known_findings;
+      return;
+    }
+    rc::Shrinkable<std::string> small = drawn;
+    const auto begin = Clock::now();
+    for (bool progressed = true; progressed && since(begin) < o_.minimize_budget_s;) {
+      progressed = false;
+      auto shrinks = small.shrinks();
+      while (auto child = shrinks.next()) {
+        if (since(begin) >= o_.minimize_budget_s) break;
+        if (!same_failure(guarded(child->value(), "shrink"), sig)) continue;
+        small = *child;
+        progressed = true;
+        break;
+      }
+    }
+    const Execution again = guarded(small.value(), "minimized");
+    report(FindingRecord{t_.name, same_failure(again, sig) ? *again.finding : f, small.value(), seed, i});
+  }
+
+  // The stream from `state.next` on; the state is saved every second and at the end, with the
+  // index of the first execution not finished (a kill re-runs at most what it interrupted).
+  void run_stream(Corpus::StreamState state) {
+    StopSignals stop_signals;
+    set_campaign_deadline(deadline());  // a long execution (the verifier's) ends at it too
+    auto last_save = Clock::now();
+    const auto loop_start = Clock::now();
+    for (std::uint64_t i = state.next; !should_stop(); ++i) {
+      const std::uint64_t seed = case_seed(o_.seed, o_.layout, i);
+      const rc::Shrinkable<std::string> drawn = t_.generate(seed);
+      const std::string input = drawn.value();
+      const Execution e = guarded(input, fmt::format("seed {}", seed));
+      ++stats_.executions;
+      if (record_features(stats_, e) && corpus_ && corpus_->add(input)) ++stats_.corpus_size;
+      if (e.finding) found(drawn, *e.finding, seed, i);
+      state.next = i + 1;
+      stats_.seconds = since(loop_start);
+      if (corpus_ && since(last_save) >= 1.0) {
+        corpus_->save(state);
+        last_save = Clock::now();
+      }
+      progress_.update(stats_);
+    }
+    set_campaign_deadline(std::nullopt);
+    if (corpus_) corpus_->save(state);
+    stats_.seconds = since(loop_start);
+  }
+
+  const CampaignOptions& o_;
+  const Target& t_;
+  CampaignStats stats_;
+  Progress progress_;
+  const Clock::time_point start_;
+  CrashGuard guard_;
+  std::optional<Corpus> corpus_;
+  std::set<std::string> known_;
+};
+
+}  // namespace
+
+CampaignStats run_campaign(const CampaignOptions& o) { return Campaign(o).run(); }
 
 int replay_files(const Target& t, const std::vector<std::string>& files) {
   int failing = 0;
