@@ -2,6 +2,7 @@
 #include "frontend/tensor_expr.h"
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <cctype>
 
@@ -248,8 +249,32 @@ void ProgramBuilder::input(std::string name, std::vector<std::string> axes, Prec
   prog_.tensors.push_back(std::move(t));
 }
 
+// A comparison of two index expressions (not both constants) is lowered to 32-bit integer
+// arithmetic (lower.cpp, idx.i32): each side's values over its axes' ranges must fit in i32.
+// (`flashproof fuzz`'s .te harness found `t < 222222222222223 - 4` lowered to an i32 constant the
+// checker rejects.)
+void ProgramBuilder::check_index_comparison(const TeNode& n) const {
+  if (!is_comparison(n.op) || n.args.size() != 2) return;
+  const auto a = as_index(n.args[0]), b = as_index(n.args[1]);
+  if (!a || !b || (a->is_fixed() && b->is_fixed())) return;
+  for (const fp::Index* i : {&*a, &*b}) {
+    long double lo = static_cast<long double>(i->offset), hi = lo;
+    for (const auto& term : i->terms) {
+      const AxisDecl* ad = prog_.find_axis(term.sym);
+      const long double last = static_cast<long double>(term.coef) * static_cast<long double>(ad ? ad->extent - 1 : 0);
+      lo += std::min(0.0L, last);
+      hi += std::max(0.0L, last);
+    }
+    if (lo < std::numeric_limits<std::int32_t>::min() || hi > std::numeric_limits<std::int32_t>::max())
+      fail(n.loc, fmt::format("an index comparison works in 32-bit integers: this side ranges over [{:.0Lf}, {:.0Lf}]; "
+                              "expected values from -2^31 to 2^31 - 1",
+                              lo, hi));
+  }
+}
+
 void ProgramBuilder::check_rhs(const Te& e) const {
   for_each_te(e, [&](const TeNode& n) {
+    check_index_comparison(n);
     if (n.op == TeOp::Index) {
       for (const auto& term : n.index.terms)
         if (!prog_.find_axis(term.sym)) fail(n.loc, fmt::format("unknown axis '{}'", term.sym));

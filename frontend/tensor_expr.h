@@ -187,6 +187,7 @@ class ProgramBuilder {
   [[noreturn]] void fail(SrcLoc loc, const std::string& msg) const;
   void check_new_name(const std::string& name, SrcLoc loc) const;
   void check_rhs(const Te& e) const;
+  void check_index_comparison(const TeNode& n) const;
   std::vector<std::string> mentioned_axes(const Te& e) const;
 
   Program prog_;

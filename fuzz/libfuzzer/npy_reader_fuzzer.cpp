@@ -32,11 +32,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fp::fuzz::expect_malformed_input_error(kSource, false);
     return 0;
   }
-  std::int64_t cells = 1;
+  // The product of the dims, computed without overflow: a zero dimension makes it 0 whatever the
+  // others are (the harness itself overflowed on (551615, …, 0, …) before this).
+  bool empty = false;
   for (std::int64_t d : t.dims) {
     if (d < 0) harness_fail("negative dimension", std::to_string(d));
-    cells *= d;
+    empty = empty || d == 0;
   }
+  std::int64_t cells = empty ? 0 : 1;
+  for (std::int64_t d : t.dims)
+    if (!empty && __builtin_mul_overflow(cells, d, &cells)) harness_fail("the cell count overflows", "");
   if (cells != t.size()) harness_fail("cell count differs from the product of the dims", std::to_string(t.size()));
   fp::Tensor back;
   try {
