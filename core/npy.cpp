@@ -299,9 +299,14 @@ namespace {
 
 // The header of t's file: magic, version, header length and the padded dictionary.
 std::string npy_header(const Tensor& t) {
-  std::int64_t cells = 1;
-  for (auto d : t.dims) cells *= d;
-  FP_INTERNAL_CHECK(cells == t.size(), "tensor holds {} values for shape {}", t.size(),
+  // The product of the dims, without overflow: a zero dimension makes it 0 whatever the others are
+  // (a read tensor of shape (551615, …, 5072100, 0, …) overflowed here; found by the .npy harness).
+  bool empty = false;
+  for (auto d : t.dims) empty = empty || d == 0;
+  std::int64_t cells = empty ? 0 : 1;
+  bool overflow = false;
+  for (auto d : t.dims) overflow = overflow || (!empty && __builtin_mul_overflow(cells, d, &cells));
+  FP_INTERNAL_CHECK(!overflow && cells == t.size(), "tensor holds {} values for shape {}", t.size(),
                     shape_literal(t.dims));
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
                                  npy_descr(t.prec), shape_literal(t.dims));

@@ -87,6 +87,10 @@ TEST(NpyRoundTrip, ScalarsAndEmptyArrays) {
   EXPECT_TRUE(testing::bitwise_equal(parse_npy(bytes), scalar));
   const Tensor empty = make(Prec::F64, {0, 3}, {});
   EXPECT_TRUE(testing::bitwise_equal(parse_npy(serialize_npy(empty)), empty));
+  // Dims whose product overflows int64 before the zero is reached (found by the .npy libFuzzer
+  // harness; the writer multiplied them in order, which is undefined behaviour).
+  const Tensor huge_empty = make(Prec::I32, {551615, 50002, 72, 429, 5072100, 0, 272, 4225072, 2}, {});
+  EXPECT_TRUE(testing::bitwise_equal(parse_npy(serialize_npy(huge_empty)), huge_empty));
 }
 
 TEST(NpyRoundTrip, Bf16TravelsAsU2BitPatterns) {
