@@ -73,7 +73,14 @@ void run_merge(const std::vector<std::string>& args) {
 
 // -jobs=N: N campaigns in worker processes (at most -workers at a time), each one stream, its
 // output in fuzz-<job>.log, as libFuzzer does.
+std::uint64_t campaign_seed(std::uint64_t requested) {
+  return requested != 0 ? requested
+                        : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+}
+
 int run_jobs(const FuzzOptions& o) {
+  const std::uint64_t seed = campaign_seed(o.seed);
+  fmt::print(stderr, "flashproof fuzz: {} jobs, seed {}\n", o.jobs, seed);
   const int workers = o.workers > 0 ? o.workers : std::max(1, std::min<int>(o.jobs, std::thread::hardware_concurrency() / 2));
   const std::string self = flashproof_executable().empty() ? "/proc/self/exe" : flashproof_executable();
   std::vector<std::pair<pid_t, int>> running;
@@ -93,7 +100,17 @@ int run_jobs(const FuzzOptions& o) {
   while (next < o.jobs || !running.empty()) {
     while (next < o.jobs && static_cast<int>(running.size()) < workers) {
       std::vector<std::string> argv = {self};
-      for (const std::string& a : command_arguments()) argv.push_back(a);
+      // Every job draws from the one campaign seed (resolved here when it comes from the clock), so
+      // that the jobs' streams are the disjoint streams of one campaign.
+      const std::vector<std::string>& given = command_arguments();
+      for (std::size_t i = 0; i < given.size(); ++i) {
+        if (given[i] == "--seed" || given[i] == "-seed") {
+          ++i;  // and its value
+          continue;
+        }
+        if (given[i].rfind("--seed=", 0) != 0 && given[i].rfind("-seed=", 0) != 0) argv.push_back(given[i]);
+      }
+      argv.push_back(fmt::format("--seed={}", seed));
       argv.push_back(fmt::format("--job-index={}", next));
       std::vector<char*> ptrs;
       for (auto& a : argv) ptrs.push_back(a.data());
@@ -149,8 +166,7 @@ int run_fuzz_target(const FuzzOptions& o) {
   c.corpus_dirs = dirs;
   c.runs = o.runs;
   c.max_total_time = o.max_total_time;
-  c.seed = o.seed != 0 ? o.seed
-                       : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  c.seed = campaign_seed(o.seed);
   c.layout = {shard.index, shard.count, std::max<std::int64_t>(0, o.job_index), std::max(1, o.jobs)};
   c.artifact_prefix = o.artifact_prefix;
   c.timeout_s = o.timeout;
