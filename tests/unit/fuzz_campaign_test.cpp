@@ -237,6 +237,27 @@ TEST(FuzzCampaign, ShardOutputsMergeDeduplicated) {
   fs::remove_all(dir);
 }
 
+// -minimize_crash=1 on a case file: lines are deleted while the same failure remains; a case that
+// does not fail is left alone.
+TEST(FuzzCampaign, MinimizeCrashDeletesLinesWhileTheFailureStays) {
+  const std::string dir = scratch("minimize");
+  Target t = toy_target();
+  t.run = [](const std::string& input, const std::string&) {
+    Execution x;
+    if (input.find("BUG") != std::string::npos) x.finding = Finding{"bug", "toy", "contains BUG", {}};
+    return x;
+  };
+  std::ofstream(dir + "/case.txt") << "alpha\nbeta\nBUG here\ngamma\ndelta\n";
+  const auto written = minimize_case_file(t, dir + "/case.txt", dir + "/out/", 10);
+  ASSERT_TRUE(written);
+  const auto r = read_finding(*written);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->input, "BUG here\n");
+  std::ofstream(dir + "/fine.txt") << "alpha\n";
+  EXPECT_FALSE(minimize_case_file(t, dir + "/fine.txt", dir + "/out/", 10));
+  fs::remove_all(dir);
+}
+
 TEST(FuzzCampaign, ShardsComeFromSlurmOrKubernetes) {
   static std::map<std::string, std::string> env;
   auto get = [](const char* name) -> const char* {
