@@ -22,26 +22,12 @@
 #include "fuzz/attention_case.h"
 #include "fuzz/target.h"
 #include "pipeline/checked_tier.h"
+#include "rewrites/config.h"
 #include "rewrites/tier.h"
 #include "verify/diff_plan.h"
 
 namespace fp::fuzz {
 namespace {
-
-// The tier configuration of a case's settings ("key=value"); a bad one is the case file's error.
-Config case_config(const AttentionCase& c, const std::string& name) {
-  Config cfg;
-  for (const std::string& s : c.settings) {
-    const auto eq = s.find('=');
-    try {
-      if (eq == std::string::npos) throw UserError(kExitUsage, "", 0, 0, "expected KEY=VALUE");
-      cfg.set(s.substr(0, eq), s.substr(eq + 1));
-    } catch (const UserError& e) {
-      throw UserError(kExitMalformed, name, 0, 0, fmt::format("setting '{}': {}", s, e.message()));
-    }
-  }
-  return cfg;
-}
 
 std::string applied_shapes(const RewriteResult& res) {
   std::set<std::string> shapes;
@@ -56,7 +42,7 @@ void add_decisions(const RewriteResult& res, std::set<std::string>& features) {
 
 Execution run_rewrite(const std::string& input, const std::string& name) {
   const AttentionCase c = parse_attention_case(input, name);
-  const Config cfg = case_config(c, name);
+  const Config cfg = make_config("default", c.settings, {});  // checked when the case was parsed
   const Routine original = build_case_routine(c);
   Execution x;
   x.features.insert("lookalike:" + std::string(lookalike_name(c.lookalike)));

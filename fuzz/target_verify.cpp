@@ -24,6 +24,7 @@
 #include "fuzz/corpus.h"
 #include "fuzz/hostile_data.h"
 #include "fuzz/target.h"
+#include "rewrites/config.h"
 #include "rewrites/members.h"
 #include "verify/compare.h"
 #include "verify/engine.h"
@@ -69,15 +70,6 @@ rc::Gen<std::string> verify_input() {
       },
       gen_attention_case(o), rc::gen::inRange<std::int64_t>(0, 4),
       rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(-1)}, {4, rc::gen::inRange<std::int64_t>(0, 64)}}));
-}
-
-Config case_config(const AttentionCase& c) {
-  Config cfg;
-  for (const std::string& s : c.settings) {
-    const auto eq = s.find('=');
-    if (eq != std::string::npos) cfg.set(s.substr(0, eq), s.substr(eq + 1));
-  }
-  return cfg;
 }
 
 // Engine options of one execution: no cache, counterexamples into a scratch folder removed after.
@@ -138,7 +130,8 @@ Execution run_verify(const std::string& input, const std::string& name) {
   const VerifyCase vc = parse_verify_case(input, name);
   const AttentionCase c = parse_attention_case(vc.attention, name);
   const Routine original = build_case_routine(c);
-  verify::TierTasks tt = verify::tier_tasks(original, case_config(c), {}, name, "flashproof verify");
+  verify::TierTasks tt =
+      verify::tier_tasks(original, make_config("default", c.settings, {}), {}, name, "flashproof verify");
   Execution x;
   if (tt.result.applications.empty()) {
     x.features.insert("verify:no-application");
