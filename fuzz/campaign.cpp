@@ -48,19 +48,29 @@ class StopSignals {
   struct sigaction int_ {}, term_ {};
 };
 
-// Runs one input, turning anything the target throws into a finding: a target reports failures,
-// it does not throw them (a UserError from a generated input means the generator and the target
-// disagree on the format — a bug of the fuzzer, reported as a finding too).
-Execution run_guarded(const Target& t, const std::string& input, const std::string& name) {
+// Runs one input read from a file: a UserError (the file is not an input of the target) goes to
+// the caller; anything else the target throws becomes a finding — a target reports failures, it
+// does not throw them.
+Execution run_case(const Target& t, const std::string& input, const std::string& name) {
   try {
     return t.run(input, name);
-  } catch (const UserError& e) {
-    Execution x;
-    x.finding = Finding{"input-rejected", t.name, fmt::format("the target rejected its own input: {}", e.what()), {}};
-    return x;
+  } catch (const UserError&) {
+    throw;
   } catch (const std::exception& e) {
     Execution x;
     x.finding = Finding{"exception", t.name, fmt::format("an exception escaped the target: {}", e.what()), {}};
+    return x;
+  }
+}
+
+// Runs one generated input: a UserError means the generator and the target disagree on the format —
+// a bug of the fuzzer, reported as a finding too.
+Execution run_guarded(const Target& t, const std::string& input, const std::string& name) {
+  try {
+    return run_case(t, input, name);
+  } catch (const UserError& e) {
+    Execution x;
+    x.finding = Finding{"input-rejected", t.name, fmt::format("the target rejected its own input: {}", e.what()), {}};
     return x;
   }
 }
@@ -71,7 +81,7 @@ bool same_failure(const Execution& e, const std::string& signature) {
 
 class Progress {
  public:
-  Progress(const CampaignOptions& o) : quiet_(o.quiet), terminal_(o.progress_on_terminal && ::isatty(2)) {}
+  Progress(const CampaignOptions& o) : quiet_(o.quiet), terminal_(::isatty(2)) {}
   void update(const CampaignStats& s, bool force = false) {
     if (quiet_) return;
     const double every = terminal_ ? 0.5 : 10;
@@ -113,11 +123,6 @@ bool record_features(CampaignStats& s, const Execution& e) {
   return fresh;
 }
 
-std::string folder_of_prefix(const std::string& prefix) {
-  const auto slash = prefix.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : prefix.substr(0, slash);
-}
-
 }  // namespace
 
 std::uint64_t case_seed(std::uint64_t seed, const StreamLayout& layout, std::uint64_t i) {
@@ -151,7 +156,7 @@ class Campaign {
   // Crash and timeout files of an earlier run become findings; the signatures already on disk are
   // counted when seen again, not rewritten.
   void take_stock_of_findings() {
-    const std::string folder = folder_of_prefix(o_.artifact_prefix);
+    const std::string folder = prefix_folder(o_.artifact_prefix);
     if (folder != ".") create_output_directories(folder);
     for (const std::string& dir : adopt_raw_artifacts(o_.artifact_prefix, t_.name)) {
       stats_.findings.push_back(dir);
@@ -187,19 +192,13 @@ class Campaign {
   void replay_corpus() {
     for (const std::string& dir : o_.corpus_dirs) {
       for (const std::string& input : Corpus(dir).load()) {
-        const std::string name = dir + "/" + input_digest(input);
+        guard_.begin(input);
         try {
-          guard_.begin(input);
-          Execution e = t_.run(input, name);
-          guard_.end();
-          account(e, input);
+          account(run_case(t_, input, dir + "/" + input_digest(input)), input);
         } catch (const UserError& err) {
-          guard_.end();
-          std::fprintf(stderr, "flashproof fuzz: warning: %s: skipped: %s\n", err.file().c_str(), err.message().c_str());
-        } catch (const std::exception&) {
-          guard_.end();
-          account(guarded(input, name), input);
+          fuzz_warning(fmt::format("{}: skipped: {}", err.file(), err.message()));
         }
+        guard_.end();
       }
     }
     if (!o_.corpus_dirs.empty())
@@ -305,15 +304,7 @@ CampaignStats run_campaign(const CampaignOptions& o) { return Campaign(o).run();
 int replay_files(const Target& t, const std::vector<std::string>& files) {
   int failing = 0;
   for (const std::string& file : files) {
-    const std::string input = read_case_file(file);
-    Execution e;
-    try {
-      e = t.run(input, file);
-    } catch (const UserError&) {
-      throw;
-    } catch (const std::exception& x) {
-      e = run_guarded(t, input, file);
-    }
+    const Execution e = run_case(t, read_case_file(file), file);
     if (e.finding) {
       ++failing;
       fmt::print("{}: FAILS ({} at {}): {}\n", file, e.finding->kind, e.finding->where, e.finding->message);
@@ -348,7 +339,7 @@ std::vector<std::string> line_reductions(const std::string& text, std::size_t ch
 std::optional<std::string> minimize_case_file(const Target& t, const std::string& file, const std::string& prefix,
                                               double budget_s) {
   std::string input = read_case_file(file);
-  Execution first = t.run(input, file);
+  const Execution first = run_case(t, input, file);
   if (!first.finding) return std::nullopt;
   const std::string sig = first.finding->signature();
   const auto start = Clock::now();
@@ -383,25 +374,20 @@ std::optional<std::string> minimize_case_file(const Target& t, const std::string
 std::size_t merge_into(const Target& t, const std::string& out, const std::vector<std::string>& inputs) {
   Corpus target_corpus(out);
   CampaignStats stats;
-  for (const std::string& input : target_corpus.load()) {
+  // A file that is not an input of the target is skipped with a warning.
+  auto covers_new = [&](const std::string& input, const std::string& dir) {
     try {
-      record_features(stats, t.run(input, out));
-    } catch (const UserError&) {
+      return record_features(stats, run_case(t, input, dir + "/" + input_digest(input)));
+    } catch (const UserError& err) {
+      fuzz_warning(fmt::format("{}: skipped: {}", err.file(), err.message()));
+      return false;
     }
-  }
+  };
+  for (const std::string& input : target_corpus.load()) covers_new(input, out);
   std::size_t added = 0;
-  for (const std::string& dir : inputs) {
-    for (const std::string& input : Corpus(dir).load()) {
-      Execution e;
-      try {
-        e = t.run(input, dir + "/" + input_digest(input));
-      } catch (const UserError& err) {
-        std::fprintf(stderr, "flashproof fuzz: warning: %s: skipped: %s\n", err.file().c_str(), err.message().c_str());
-        continue;
-      }
-      if (record_features(stats, e) && target_corpus.add(input)) ++added;
-    }
-  }
+  for (const std::string& dir : inputs)
+    for (const std::string& input : Corpus(dir).load())
+      if (covers_new(input, dir) && target_corpus.add(input)) ++added;
   return added;
 }
 

@@ -39,8 +39,7 @@ struct CampaignOptions {
   double timeout_s = 0;                // per input; 0: none
   double minimize_budget_s = 60;       // per finding
   bool print_final_stats = false;
-  bool progress_on_terminal = true;    // a \r progress line when stderr is a terminal
-  bool quiet = false;                  // no progress at all (tests)
+  bool quiet = false;  // no progress at all; else a \r progress line on a terminal, lines otherwise
 };
 
 struct CampaignStats {

@@ -43,6 +43,8 @@ std::string read_case_file(const std::string& path) {
   return contents;
 }
 
+void fuzz_warning(const std::string& what) { std::fprintf(stderr, "flashproof fuzz: warning: %s\n", what.c_str()); }
+
 std::string input_digest(const std::string& input) { return sha256_hex(input); }
 
 Corpus::Corpus(std::string dir) : dir_(std::move(dir)) { create_output_directories(dir_); }
@@ -54,8 +56,6 @@ bool is_digest_name(const std::string& name) {
          std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-void warn(const std::string& what) { std::fprintf(stderr, "flashproof fuzz: warning: %s\n", what.c_str()); }
-
 }  // namespace
 
 std::vector<std::string> Corpus::load() const {
@@ -66,7 +66,7 @@ std::vector<std::string> Corpus::load() const {
     if (name.empty() || name[0] == '.') continue;  // state files and temporaries
     if (!entry.is_regular_file()) continue;
     if (!is_digest_name(name)) {
-      warn(fmt::format("{}: skipped: a corpus file is named by the SHA-256 of its bytes", entry.path().string()));
+      fuzz_warning(fmt::format("{}: skipped: a corpus file is named by the SHA-256 of its bytes", entry.path().string()));
       continue;
     }
     names.push_back(name);
@@ -79,12 +79,12 @@ std::vector<std::string> Corpus::load() const {
     try {
       std::string input = read_case_file(path);
       if (input_digest(input) != name) {
-        warn(fmt::format("{}: skipped: its bytes do not hash to its name (changed since it was written)", path));
+        fuzz_warning(fmt::format("{}: skipped: its bytes do not hash to its name (changed since it was written)", path));
         continue;
       }
       inputs.push_back(std::move(input));
     } catch (const UserError& e) {
-      warn(fmt::format("{}: skipped: {}", path, e.message()));
+      fuzz_warning(fmt::format("{}: skipped: {}", path, e.message()));
     }
   }
   return inputs;
@@ -116,7 +116,7 @@ std::optional<Corpus::StreamState> Corpus::resume(const StreamState& key) const 
       return std::nullopt;  // another campaign's stream: start this one afresh
     return s;
   } catch (const std::exception& e) {
-    warn(fmt::format("{}: ignored: not a stream state ({})", path, e.what()));
+    fuzz_warning(fmt::format("{}: ignored: not a stream state ({})", path, e.what()));
     return std::nullopt;
   }
 }

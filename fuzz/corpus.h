@@ -20,6 +20,9 @@ inline constexpr std::size_t kMaxCaseBytes = std::size_t{4} << 20;
 // Reads a case file: UserError 66 when it cannot be read, 65 when it is larger than kMaxCaseBytes.
 std::string read_case_file(const std::string& path);
 
+// "flashproof fuzz: warning: <what>" on standard error (a skipped file, an ignored state).
+void fuzz_warning(const std::string& what);
+
 // The 64-hex SHA-256 of an input: its corpus file name.
 std::string input_digest(const std::string& input);
 

@@ -24,15 +24,6 @@ constexpr const char* kDirPrefix = "finding-";
 
 std::string signature_tag(const std::string& signature) { return sha256_hex(signature).substr(0, 12); }
 
-void warn(const std::string& what) { std::fprintf(stderr, "flashproof fuzz: warning: %s\n", what.c_str()); }
-
-// The folder part of a prefix ("out/x-" -> "out"; "x-" -> ".") and its file-name part ("x-").
-std::pair<std::string, std::string> split_prefix(const std::string& prefix) {
-  const auto slash = prefix.rfind('/');
-  if (slash == std::string::npos) return {".", prefix};
-  return {slash == 0 ? "/" : prefix.substr(0, slash), prefix.substr(slash + 1)};
-}
-
 std::string replay_script(const std::string& target) {
   return fmt::format(
       "#!/bin/sh\n# flashproof {}\n# Replays this fuzzing finding: exit 1 while the input still fails the "
@@ -42,6 +33,11 @@ std::string replay_script(const std::string& target) {
 }
 
 }  // namespace
+
+std::string prefix_folder(const std::string& prefix) {
+  const auto slash = prefix.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : prefix.substr(0, slash);
+}
 
 std::string finding_dir(const std::string& prefix, const std::string& target, const std::string& signature) {
   return fmt::format("{}{}{}-{}", prefix, kDirPrefix, target, signature_tag(signature));
@@ -114,14 +110,15 @@ std::vector<std::string> finding_dirs(const std::string& dir) {
     if (read_finding(entry.path().string(), &why))
       out.push_back(entry.path().string());
     else
-      warn(fmt::format("{}: skipped: not a finding ({})", entry.path().string(), why));
+      fuzz_warning(fmt::format("{}: skipped: not a finding ({})", entry.path().string(), why));
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
 std::vector<std::string> adopt_raw_artifacts(const std::string& prefix, const std::string& target) {
-  const auto [folder, stem] = split_prefix(prefix);
+  const std::string folder = prefix_folder(prefix);
+  const std::string stem = prefix.substr(prefix.rfind('/') == std::string::npos ? 0 : prefix.rfind('/') + 1);
   std::vector<std::string> written;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
@@ -136,7 +133,7 @@ std::vector<std::string> adopt_raw_artifacts(const std::string& prefix, const st
       try {
         r.input = read_case_file(entry.path().string());
       } catch (const std::exception& e) {
-        warn(fmt::format("{}: skipped: {}", entry.path().string(), e.what()));
+        fuzz_warning(fmt::format("{}: skipped: {}", entry.path().string(), e.what()));
         continue;
       }
       r.finding.kind = kind;

@@ -30,6 +30,9 @@ struct FindingRecord {
   std::uint64_t execution = 0;  // its index in the stream
 };
 
+// The folder an artifact prefix writes into ("out/x-" -> "out"; "x-" -> ".").
+std::string prefix_folder(const std::string& prefix);
+
 // The case directory a finding with this signature gets.
 std::string finding_dir(const std::string& prefix, const std::string& target, const std::string& signature);
 

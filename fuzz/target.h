@@ -51,9 +51,6 @@ struct Target {
   // Runs one input. A case file that is not an input of this target throws UserError 65 located
   // at `source_name`; any other failure is returned as a finding, never thrown.
   std::function<Execution(const std::string& input, const std::string& source_name)> run;
-  // How expensive one execution is, so that a smoke run can budget: executions per second that a
-  // campaign should expect on one core at the generator's sizes (progress estimates only).
-  double expected_rate = 100;
 };
 
 // The running campaign's end (-max_total_time), for a target whose one execution can be long (the
@@ -70,6 +67,11 @@ const Target* find_target(const std::string& name);
 template <typename T>
 rc::Shrinkable<T> draw(const rc::Gen<T>& gen, std::uint64_t seed) {
   return gen(rc::Random(seed), rc::kNominalSize);
+}
+
+// A target's `generate`: draws from `gen` (built once) at each seed.
+inline std::function<rc::Shrinkable<std::string>(std::uint64_t)> drawing_from(rc::Gen<std::string> gen) {
+  return [gen = std::move(gen)](std::uint64_t seed) { return draw(gen, seed); };
 }
 
 // The targets, one file each (fuzz/target_*.cpp).

@@ -17,6 +17,7 @@
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "exec/executor.h"
+#include "fuzz/case_header.h"
 #include "fuzz/hostile_data.h"
 #include "fuzz/random_routine.h"
 #include "fuzz/target.h"
@@ -25,40 +26,14 @@
 namespace fp::fuzz {
 namespace {
 
-struct ExecCase {
-  std::uint64_t data_seed = 1;
-  int hostile_percent = 0;
-  std::string routine_text;
-};
-
-std::string exec_case_text(const ExecCase& c) {
-  return fmt::format("data-seed {} hostile {}\n{}", c.data_seed, c.hostile_percent, c.routine_text);
-}
-
-ExecCase parse_exec_case(const std::string& text, const std::string& name) {
-  const auto eol = text.find('\n');
-  const std::string head = text.substr(0, eol);
-  ExecCase c;
-  char seed_word[16] = {}, hostile_word[16] = {};
-  unsigned long long seed = 0;
-  int hostile = -1, used = 0;
-  if (std::sscanf(head.c_str(), "%15s %llu %15s %d%n", seed_word, &seed, hostile_word, &hostile, &used) != 4 ||
-      std::string(seed_word) != "data-seed" || std::string(hostile_word) != "hostile" ||
-      static_cast<std::size_t>(used) != head.size() || hostile < 0 || hostile > 100)
-    throw UserError(kExitMalformed, name, 1, 1,
-                    "expected the header `data-seed N hostile P` (P from 0 to 100), then a routine");
-  c.data_seed = seed;
-  c.hostile_percent = hostile;
-  c.routine_text = eol == std::string::npos ? "" : text.substr(eol + 1);
-  return c;
-}
+const char* const kExpectedHeader = "expected the header `data-seed N hostile P` (P from 0 to 100), then a routine";
 
 rc::Gen<std::string> exec_input() {
   RandomRoutineOptions wide;
   wide.max_extent = 9;
   return rc::gen::apply(
       [](const Routine& r, std::uint64_t seed, int hostile) {
-        return exec_case_text(ExecCase{seed, hostile, print_routine(r)});
+        return case_header_text("data-seed", static_cast<std::int64_t>(seed), "hostile", hostile, print_routine(r));
       },
       rc::gen::weightedOneOf<Routine>({{3, gen_routine()}, {1, gen_routine(wide)}}),
       rc::gen::inRange<std::uint64_t>(1, 1000000), rc::gen::element(0, 0, 5, 25, 100));
@@ -84,26 +59,15 @@ std::set<std::string> routine_features(const Routine& r) {
   return f;
 }
 
-// The first output of `r` whose cells differ bitwise between two runs.
-std::optional<verify::Mismatch> bitwise_difference(const Routine& r, const TensorMap& a, const TensorMap& b) {
-  for (const Node* n : r.outputs()) {
-    verify::NodeCheck check;
-    check.node = n->name;
-    const verify::OutputComparison c = verify::compare_output(check, a, b);
-    if (!c.ok()) return c.first;
-  }
-  return std::nullopt;
-}
-
 Execution run_exec(const std::string& input, const std::string& name) {
-  const ExecCase c = parse_exec_case(input, name);
-  const Routine r = parse_routine("\n" + c.routine_text, name);  // line numbers are the file's
+  const CaseHeader c = parse_case_header(input, name, "data-seed", 0, "hostile", 0, 100, kExpectedHeader);
+  const Routine r = parse_routine(c.body, name);
   if (auto problems = check_routine(r); !problems.empty())
     throw UserError(kExitMalformed, name, problems[0].loc.line, problems[0].loc.col,
                     "the routine is not well formed: " + problems[0].message);
   Execution x;
   x.features = routine_features(r);
-  const TensorMap in = hostile_inputs(r, c.data_seed, c.hostile_percent);
+  const TensorMap in = hostile_inputs(r, static_cast<std::uint64_t>(c.first), static_cast<int>(c.second));
   const TensorMap want = interpret(r, in);
   static const bool cuda_available = static_cast<bool>(make_executor("cuda")->available());
   for (const char* executor : {"c", "cuda"}) {
@@ -114,7 +78,7 @@ Execution run_exec(const std::string& input, const std::string& name) {
     }
     x.features.insert(fmt::format("ran:{}", executor));
     const TensorMap got = ex->compile(r)->run(in);
-    if (auto m = bitwise_difference(r, want, got)) {
+    if (auto m = verify::compare_outputs(verify::bitwise_output_checks(r), want, got)) {
       x.finding = Finding{"exec-mismatch", executor,
                           fmt::format("the {} executor and the interpreter differ: {}", executor, m->text()), {}};
       return x;
@@ -126,14 +90,11 @@ Execution run_exec(const std::string& input, const std::string& name) {
 }  // namespace
 
 Target exec_target() {
-  Target t;
-  t.name = "exec";
-  t.description = "interpreter vs compiled C (vs CUDA with a GPU), bitwise, on random routines and hostile data";
-  t.input_kind = "`data-seed N hostile P` line + .fp text";
-  t.generate = [](std::uint64_t seed) { return draw(exec_input(), seed); };
-  t.run = run_exec;
-  t.expected_rate = 3;
-  return t;
+  return Target{.name = "exec",
+                .description = "interpreter vs compiled C (vs CUDA with a GPU), bitwise, on random routines and hostile data",
+                .input_kind = "`data-seed N hostile P` line + .fp text",
+                .generate = drawing_from(exec_input()),
+                .run = run_exec};
 }
 
 }  // namespace fp::fuzz

@@ -48,14 +48,11 @@ Execution run_parse(const std::string& input, const std::string& name) {
 }  // namespace
 
 Target parse_target() {
-  Target t;
-  t.name = "parse";
-  t.description = ".fp text -> check -> print -> parse round-trips; mutated text gets a located diagnostic (65)";
-  t.input_kind = ".fp text";
-  t.generate = [](std::uint64_t seed) { return draw(parse_input(), seed); };
-  t.run = run_parse;
-  t.expected_rate = 2000;
-  return t;
+  return Target{.name = "parse",
+                .description = ".fp text -> check -> print -> parse round-trips; mutated text gets a located diagnostic (65)",
+                .input_kind = ".fp text",
+                .generate = drawing_from(parse_input()),
+                .run = run_parse};
 }
 
 }  // namespace fp::fuzz

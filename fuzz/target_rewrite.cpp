@@ -113,16 +113,11 @@ Execution run_rewrite(const std::string& input, const std::string& name) {
 }  // namespace
 
 Target rewrite_target() {
-  Target t;
-  t.name = "rewrite";
-  t.description = "the tier on random attention programs and look-alikes vs the original: bitwise or certified";
-  t.input_kind = "attention case (JSON, fuzz/attention_case.h)";
-  t.generate = [](std::uint64_t seed) {
-    return draw(rc::gen::map(gen_attention_case(), attention_case_text), seed);
-  };
-  t.run = run_rewrite;
-  t.expected_rate = 200;
-  return t;
+  return Target{.name = "rewrite",
+                .description = "the tier on random attention programs and look-alikes vs the original: bitwise or certified",
+                .input_kind = "attention case (JSON, fuzz/attention_case.h)",
+                .generate = drawing_from(rc::gen::map(gen_attention_case(), attention_case_text)),
+                .run = run_rewrite};
 }
 
 }  // namespace fp::fuzz

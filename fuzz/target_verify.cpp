@@ -21,6 +21,7 @@
 #include "core/interpreter.h"
 #include "core/text_printer.h"
 #include "fuzz/attention_case.h"
+#include "fuzz/case_header.h"
 #include "fuzz/corpus.h"
 #include "fuzz/hostile_data.h"
 #include "fuzz/target.h"
@@ -32,28 +33,8 @@
 namespace fp::fuzz {
 namespace {
 
-struct VerifyCase {
-  std::int64_t application = 0, mutant = -1;
-  std::string attention;  // the attention case's text
-};
-
-std::string verify_case_text(const VerifyCase& c) {
-  return fmt::format("application {} mutant {}\n{}", c.application, c.mutant, c.attention);
-}
-
-VerifyCase parse_verify_case(const std::string& text, const std::string& name) {
-  const auto eol = text.find('\n');
-  const std::string head = text.substr(0, eol);
-  char w1[16] = {}, w2[16] = {};
-  long long a = -1, m = -2;
-  int used = 0;
-  if (std::sscanf(head.c_str(), "%15s %lld %15s %lld%n", w1, &a, w2, &m, &used) != 4 || std::string(w1) != "application" ||
-      std::string(w2) != "mutant" || static_cast<std::size_t>(used) != head.size() || a < 0 || m < -1)
-    throw UserError(kExitMalformed, name, 1, 1,
-                    "expected the header `application A mutant M` (A >= 0, M >= -1), then an attention case");
-  // The attention case keeps its line numbers: the header line becomes an empty line.
-  return VerifyCase{a, m, eol == std::string::npos ? "" : "\n" + text.substr(eol + 1)};
-}
+const char* const kExpectedHeader =
+    "expected the header `application A mutant M` (A >= 0, M >= -1), then an attention case";
 
 rc::Gen<std::string> verify_input() {
   AttentionCaseOptions o;
@@ -66,7 +47,7 @@ rc::Gen<std::string> verify_input() {
         // The tier must be on for there to be anything to verify; the other gates stay random.
         std::erase_if(c.settings, [](const std::string& s) { return s.rfind("online_softmax=", 0) == 0; });
         c.settings.insert(c.settings.begin(), "online_softmax=true");
-        return verify_case_text(VerifyCase{app, mutant, attention_case_text(c)});
+        return case_header_text("application", app, "mutant", mutant, attention_case_text(c));
       },
       gen_attention_case(o), rc::gen::inRange<std::int64_t>(0, 4),
       rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(-1)}, {4, rc::gen::inRange<std::int64_t>(0, 64)}}));
@@ -92,12 +73,7 @@ verify::EngineOptions engine_options(const std::string& scratch) {
 bool indistinguishable(const Routine& a, const Routine& b) {
   for (std::uint64_t seed = 1; seed <= 16; ++seed) {
     const TensorMap in = hostile_inputs(a, seed, seed % 2 == 0 ? 0 : 20);
-    const TensorMap ra = interpret(a, in), rb = interpret(b, in);
-    for (const Node* n : a.outputs()) {
-      verify::NodeCheck check;
-      check.node = n->name;
-      if (!verify::compare_output(check, ra, rb).ok()) return false;
-    }
+    if (verify::compare_outputs(verify::bitwise_output_checks(a), interpret(a, in), interpret(b, in))) return false;
   }
   return true;
 }
@@ -127,8 +103,8 @@ int severity(verify::VerdictKind k) {
 }
 
 Execution run_verify(const std::string& input, const std::string& name) {
-  const VerifyCase vc = parse_verify_case(input, name);
-  const AttentionCase c = parse_attention_case(vc.attention, name);
+  const CaseHeader vc = parse_case_header(input, name, "application", 0, "mutant", -1, INT64_MAX, kExpectedHeader);
+  const AttentionCase c = parse_attention_case(vc.body, name);
   const Routine original = build_case_routine(c);
   verify::TierTasks tt =
       verify::tier_tasks(original, make_config("default", c.settings, {}), {}, name, "flashproof verify");
@@ -137,7 +113,7 @@ Execution run_verify(const std::string& input, const std::string& name) {
     x.features.insert("verify:no-application");
     return x;
   }
-  const std::size_t app_index = static_cast<std::size_t>(vc.application) % tt.result.applications.size();
+  const std::size_t app_index = static_cast<std::size_t>(vc.first) % tt.result.applications.size();
   const Application& app = tt.result.applications[app_index];
   std::vector<verify::Task> tasks;
   for (const verify::Task& t : tt.tasks)
@@ -151,9 +127,9 @@ Execution run_verify(const std::string& input, const std::string& name) {
   const verify::EngineOptions options = engine_options(scratch);
   const ShapeInfo* shape = find_shape(app.shape);
   std::vector<Mutant> mutants;
-  if (vc.mutant >= 0 && shape && shape->mutants) mutants = shape->mutants(tasks[0].tgt, tasks[0].app);
+  if (vc.second >= 0 && shape && shape->mutants) mutants = shape->mutants(tasks[0].tgt, tasks[0].app);
   std::optional<verify::Verdict> worst;
-  const Mutant* planted = mutants.empty() ? nullptr : &mutants[static_cast<std::size_t>(vc.mutant) % mutants.size()];
+  const Mutant* planted = mutants.empty() ? nullptr : &mutants[static_cast<std::size_t>(vc.second) % mutants.size()];
   if (planted)
     for (verify::Task& t : tasks) t.tgt = planted->tgt;
   for (verify::Verdict& v : verify::verify_tasks(tasks, options)) {
@@ -199,14 +175,11 @@ Execution run_verify(const std::string& input, const std::string& name) {
 }  // namespace
 
 Target verify_target() {
-  Target t;
-  t.name = "verify";
-  t.description = "planted mutants of each rewrite must be refuted; an unmutated rewrite never refuted";
-  t.input_kind = "`application A mutant M` line + attention case (JSON)";
-  t.generate = [](std::uint64_t seed) { return draw(verify_input(), seed); };
-  t.run = run_verify;
-  t.expected_rate = 0.5;
-  return t;
+  return Target{.name = "verify",
+                .description = "planted mutants of each rewrite must be refuted; an unmutated rewrite never refuted",
+                .input_kind = "`application A mutant M` line + attention case (JSON)",
+                .generate = drawing_from(verify_input()),
+                .run = run_verify};
 }
 
 }  // namespace fp::fuzz

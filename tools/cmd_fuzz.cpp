@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "core/diagnostic.h"
@@ -71,63 +72,65 @@ void run_merge(const std::vector<std::string>& args) {
              args.size() - 2, args[1], s.inputs, s.inputs_added, s.findings, s.findings_added);
 }
 
-// -jobs=N: N campaigns in worker processes (at most -workers at a time), each one stream, its
-// output in fuzz-<job>.log, as libFuzzer does.
 std::uint64_t campaign_seed(std::uint64_t requested) {
   return requested != 0 ? requested
                         : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
 }
 
+// This command line for job `job`: every job draws from the one campaign seed (resolved by the
+// parent when it comes from the clock), so the jobs' streams are the disjoint streams of one campaign.
+std::vector<std::string> job_arguments(const std::string& self, std::uint64_t seed, int job) {
+  std::vector<std::string> argv = {self};
+  const std::vector<std::string>& given = command_arguments();
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (given[i] == "--seed" || given[i] == "-seed") {
+      ++i;  // and its value
+      continue;
+    }
+    if (given[i].rfind("--seed=", 0) != 0 && given[i].rfind("-seed=", 0) != 0) argv.push_back(given[i]);
+  }
+  argv.push_back(fmt::format("--seed={}", seed));
+  argv.push_back(fmt::format("--job-index={}", job));
+  return argv;
+}
+
+// Starts one job with its standard output and error in fuzz-<job>.log.
+pid_t spawn_job(const std::string& self, std::vector<std::string> argv, int job) {
+  std::vector<char*> ptrs;
+  for (auto& a : argv) ptrs.push_back(a.data());
+  ptrs.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  const std::string log = fmt::format("fuzz-{}.log", job);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int err = posix_spawn(&pid, self.c_str(), &actions, nullptr, ptrs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) throw std::runtime_error(fmt::format("cannot start job {}: {}", job, std::strerror(err)));
+  fmt::print(stderr, "job {} started (pid {}), log {}\n", job, pid, log);
+  return pid;
+}
+
+// -jobs=N: N campaigns in worker processes (at most -workers at a time), each one stream, its
+// output in fuzz-<job>.log, as libFuzzer does. Returns the worst exit status.
 int run_jobs(const FuzzOptions& o) {
   const std::uint64_t seed = campaign_seed(o.seed);
   fmt::print(stderr, "flashproof fuzz: {} jobs, seed {}\n", o.jobs, seed);
   const int workers = o.workers > 0 ? o.workers : std::max(1, std::min<int>(o.jobs, std::thread::hardware_concurrency() / 2));
   const std::string self = flashproof_executable().empty() ? "/proc/self/exe" : flashproof_executable();
-  std::vector<std::pair<pid_t, int>> running;
+  std::map<pid_t, int> running;  // pid -> job
   int next = 0, worst = 0;
-  auto reap_one = [&] {
-    int status = 0;
-    const pid_t pid = ::wait(&status);
-    for (auto it = running.begin(); it != running.end(); ++it)
-      if (it->first == pid) {
-        const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        fmt::print(stderr, "job {} exited with {} (log fuzz-{}.log)\n", it->second, rc, it->second);
-        worst = std::max(worst, rc == 0 ? 0 : rc == 1 ? 1 : rc);
-        running.erase(it);
-        return;
-      }
-  };
   while (next < o.jobs || !running.empty()) {
-    while (next < o.jobs && static_cast<int>(running.size()) < workers) {
-      std::vector<std::string> argv = {self};
-      // Every job draws from the one campaign seed (resolved here when it comes from the clock), so
-      // that the jobs' streams are the disjoint streams of one campaign.
-      const std::vector<std::string>& given = command_arguments();
-      for (std::size_t i = 0; i < given.size(); ++i) {
-        if (given[i] == "--seed" || given[i] == "-seed") {
-          ++i;  // and its value
-          continue;
-        }
-        if (given[i].rfind("--seed=", 0) != 0 && given[i].rfind("-seed=", 0) != 0) argv.push_back(given[i]);
-      }
-      argv.push_back(fmt::format("--seed={}", seed));
-      argv.push_back(fmt::format("--job-index={}", next));
-      std::vector<char*> ptrs;
-      for (auto& a : argv) ptrs.push_back(a.data());
-      ptrs.push_back(nullptr);
-      posix_spawn_file_actions_t actions;
-      posix_spawn_file_actions_init(&actions);
-      const std::string log = fmt::format("fuzz-{}.log", next);
-      posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      posix_spawn_file_actions_adddup2(&actions, 1, 2);
-      pid_t pid = 0;
-      const int err = posix_spawn(&pid, self.c_str(), &actions, nullptr, ptrs.data(), environ);
-      posix_spawn_file_actions_destroy(&actions);
-      if (err != 0) throw std::runtime_error(fmt::format("cannot start job {}: {}", next, std::strerror(err)));
-      fmt::print(stderr, "job {} started (pid {}), log fuzz-{}.log\n", next, pid, next);
-      running.emplace_back(pid, next++);
-    }
-    reap_one();
+    for (; next < o.jobs && static_cast<int>(running.size()) < workers; ++next)
+      running[spawn_job(self, job_arguments(self, seed, next), next)] = next;
+    int status = 0;
+    const auto it = running.find(::wait(&status));
+    if (it == running.end()) continue;
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    fmt::print(stderr, "job {} exited with {} (log fuzz-{}.log)\n", it->second, rc, it->second);
+    worst = std::max(worst, rc);
+    running.erase(it);
   }
   return worst;
 }

@@ -176,6 +176,16 @@ OutputComparison compare_output(const NodeCheck& check, const Tensor& src, const
   return c;
 }
 
+std::vector<NodeCheck> bitwise_output_checks(const Routine& r) {
+  std::vector<NodeCheck> checks;
+  for (const Node* n : r.outputs()) {
+    NodeCheck c;
+    c.node = n->name;
+    checks.push_back(c);
+  }
+  return checks;
+}
+
 OutputComparison compare_output(const NodeCheck& check, const TensorMap& src, const TensorMap& tgt) {
   auto s = src.find(check.node), t = tgt.find(check.node);
   FP_INTERNAL_CHECK(s != src.end() && t != tgt.end(), "node {} was not returned by both runs", check.node);

@@ -101,6 +101,9 @@ OutputComparison compare_output(const NodeCheck& check, const Tensor& src, const
 // the target run's outputs, which must return them.
 OutputComparison compare_output(const NodeCheck& check, const TensorMap& src, const TensorMap& tgt);
 
+// A bitwise check of every output of `r`, in order (two runs of one routine, or of two executors).
+std::vector<NodeCheck> bitwise_output_checks(const Routine& r);
+
 // The first failing cell over `checks` in order, or nullopt; `worst` receives, per node, the
 // largest max_ratio() seen (0 for bitwise checks that hold).
 std::optional<Mismatch> compare_outputs(const std::vector<NodeCheck>& checks, const TensorMap& src,
