@@ -175,6 +175,15 @@ Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
   if (priv != private_.end()) return private_offset(n, indices, priv->second);
   Aff flat;
   std::int64_t stride = 1;
+  if (auto st = staged_.find(n.name); st != staged_.end()) {
+    for (std::size_t k = n.dims.size(); k-- > 0;) {
+      add_scaled(flat, index_aff(indices[k]), stride);
+      add_scaled(flat, st->second.base[k], -stride);
+      stride *= st->second.extent[k];
+    }
+    for (auto it = flat.terms.begin(); it != flat.terms.end();) it = it->second == 0 ? flat.terms.erase(it) : std::next(it);
+    return flat;
+  }
   for (std::size_t k = n.dims.size(); k-- > 0;) {
     add_scaled(flat, index_aff(indices[k]), stride);
     stride *= n.dims[k];
@@ -253,7 +262,8 @@ std::string Emitter::convert(const std::string& code, Prec from, Prec to) const 
 }
 
 std::string Emitter::raw_load(const Node& n, const Aff& off) const {
-  std::string cell = fmt::format("{}[{}]", buffer(n.name), off.str());
+  auto st = staged_.find(n.name);
+  std::string cell = fmt::format("{}[{}]", st != staged_.end() ? st->second.array : buffer(n.name), off.str());
   switch (n.prec) {
     case Prec::F16:
       return "fpc_f16_value(" + cell + ")";
@@ -368,6 +378,7 @@ std::set<std::string> Emitter::bound_variables() const {
 }
 
 std::string Emitter::store(const Node& n, const Aff& off, const std::string& value) const {
+  FP_INTERNAL_CHECK(!staged_.count(n.name), "store to node '{}' while it is staged", n.name);
   std::string cell = fmt::format("{}[{}]", buffer(n.name), off.str());
   switch (n.prec) {
     case Prec::F16:
@@ -681,7 +692,16 @@ void Emitter::stmt(const Stmt& s) {
         bind_local(c.prev, prev[i], c.prec);
         bind_local(c.next, next[i], c.prec);
       }
-      stmt_list(s.body);
+      if (auto hook = scan_hooks_.find(&s); hook != scan_hooks_.end()) {
+        hook->second.prologue();
+        open(fmt::format("if ({})", hook->second.guard));
+        push_scope();
+        stmt_list(s.body);
+        pop_scope();
+        close();
+      } else {
+        stmt_list(s.body);
+      }
       // Every prev takes its next simultaneously (the nexts are separate variables).
       for (std::size_t i = 0; i < s.carried.size(); ++i) line(fmt::format("{} = {};", prev[i], next[i]));
       pop_scope();

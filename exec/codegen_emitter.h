@@ -80,6 +80,24 @@ class Emitter {
   };
   void privatize(const std::string& node, PrivateSlice slice) { private_[node] = std::move(slice); }
   void unprivatize(const std::string& node) { private_.erase(node); }
+  // A node staged in a block-shared copy (the CUDA row kernel, exec/cuda_codegen.cpp): while
+  // staged, a load of node[idx] reads `array` at the box offset of idx − base (row-major over
+  // `extent`, the last axis fastest). Only loads: a staged node is never written where it is staged.
+  struct StagedBox {
+    std::string array;
+    std::vector<Aff> base;
+    std::vector<std::int64_t> extent;
+  };
+  void stage(const std::string& node, StagedBox box) { staged_[node] = std::move(box); }
+  void unstage(const std::string& node) { staged_.erase(node); }
+  // A hook on one scan (the CUDA row kernel): `prologue` emits code at the top of every iteration,
+  // before the body, which is emitted under `if (guard)`; the carried locals rotate outside it.
+  struct ScanHook {
+    std::function<void()> prologue;
+    std::string guard;
+  };
+  void hook_scan(const Stmt* scan, ScanHook hook) { scan_hooks_[scan] = std::move(hook); }
+  void unhook_scan(const Stmt* scan) { scan_hooks_.erase(scan); }
 
   // Local scopes.
   void push_scope() { scopes_.emplace_back(); }
@@ -176,6 +194,8 @@ class Emitter {
   std::map<std::string, std::string> subst_;
   std::map<std::string, std::string> pinned_;  // pin_node
   std::map<std::string, PrivateSlice> private_;  // privatize
+  std::map<std::string, StagedBox> staged_;      // stage
+  std::map<const Stmt*, ScanHook> scan_hooks_;   // hook_scan
   std::int64_t symbol_bound_ = -1;  // fits_i32: the largest |symbol value|, computed once
   std::map<const Expr*, std::string> expr_subst_;
   struct Hoist {

@@ -12,6 +12,11 @@
 //    reduced loops in the thread with the cell in a register;
 //  - any other statement whose outermost loops are parallel-safe (codegen::parallel_safe): one
 //    thread per iteration of the longest such prefix of its loop chain, the rest in the thread;
+//  - a statement whose rows hold the online-softmax scan or the fold's scan over key blocks
+//    (exec/cuda_row_kernel.h): the row kernel, one thread per row of the last row loop, the outer
+//    rows one per block row of the grid (blockIdx.y), the row's private tiles in per-thread arrays
+//    (registers, or local memory the L1 caches) and the key and value blocks each scan iteration
+//    reads staged through shared memory by the whole block;
 //  - anything else: one thread (<<<1, 1>>>).
 // A routine with a local at the top level (shared between statements) runs as one single-thread
 // kernel.
@@ -31,12 +36,22 @@ struct CudaLaunch {
   int node = -1;             // Memset: the node (index in plan.placed.nodes) to zero
   std::string kernel;        // Kernel: its extern "C" name
   std::vector<int> params;   // Kernel: node buffers passed, in order, then the thread count
-  std::int64_t threads = 1;  // Kernel: iterations of the grid-stride loop
+  std::int64_t threads = 1;  // Kernel: iterations of the grid-stride loop (row kernel: of the outer rows)
+  std::int64_t rows = 0;     // the row kernel: its rows (over x); 0 for a grid-stride kernel
+  unsigned block = 0;        // the row kernel: threads per block
 };
+
+// How a launch is run: grid and block (x, y), and the fpx_total argument.
+struct CudaGeometry {
+  unsigned grid_x = 1, grid_y = 1, block = 1;
+  long long total = 1;
+};
+CudaGeometry cuda_geometry(const CudaLaunch& l);
 
 struct CudaProgramText {
   std::string source;
   std::vector<CudaLaunch> launches;
+  std::vector<int> private_nodes;  // nodes every kernel keeps in per-thread arrays: no buffer
 };
 
 // `kernel_prefix` names the kernels (several programs can share one translation unit).

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "core/input_validation.h"
 #include "core/sha256.h"
 #include "exec/cuda_codegen.h"
+#include "exec/cuda_run.h"
 #include "exec/jit.h"
 #include "exec/native_buffers.h"
 #include "exec/program_plan.h"
@@ -363,45 +365,65 @@ class DeviceBuffers {
   std::vector<CUdeviceptr> ptrs_;
 };
 
-constexpr std::uint32_t kPoison32 = 0x7FF47FF4u;  // f64 cells: 0x7FF47FF47FF47FF4 (a NaN); f32: a NaN
-constexpr std::uint16_t kPoison16 = 0x7FDAu;      // a NaN in f16 and in bf16
-
-bool poisonable(Prec p) {
-  return p != Prec::I32;  // every i32 pattern is a legal value
-}
-
-// The first cell holding the poison pattern, or -1.
-std::int64_t first_poisoned(const NativeBuffer& b) {
-  const auto* bytes = static_cast<const unsigned char*>(b.data());
-  const std::int64_t n = b.cells();
-  switch (b.prec()) {
-    case Prec::F64:
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::uint64_t u;
-        std::memcpy(&u, bytes + 8 * i, 8);
-        if (u == (std::uint64_t{kPoison32} << 32 | kPoison32)) return i;
-      }
-      return -1;
-    case Prec::F32:
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::uint32_t u;
-        std::memcpy(&u, bytes + 4 * i, 4);
-        if (u == kPoison32) return i;
-      }
-      return -1;
-    case Prec::F16:
-    case Prec::BF16:
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::uint16_t u;
-        std::memcpy(&u, bytes + 2 * i, 2);
-        if (u == kPoison16) return i;
-      }
-      return -1;
-    case Prec::I32:
-      return -1;
+// The GPU as a CudaDevice (exec/cuda_run.h): buffers from cuMemAlloc, freed with the device; every
+// launch followed by a synchronization, both checked; the clock from CUDA events.
+class DriverDevice final : public CudaDevice {
+ public:
+  DriverDevice(const Driver& d, const std::map<std::string, CUfunction>& functions)
+      : d_(d), mem_(d), functions_(functions) {}
+  ~DriverDevice() override {
+    if (start_) d_.EventDestroy(start_);
+    if (stop_) d_.EventDestroy(stop_);
   }
-  return -1;
-}
+  Buffer alloc(std::size_t bytes, const std::string& node) override { return mem_.alloc(bytes, node); }
+  void upload(Buffer to, const void* from, std::size_t bytes, const std::string& what) override {
+    d_.check(d_.MemcpyHtoD(to, from, bytes), "cuMemcpyHtoD", what);
+  }
+  void download(void* to, Buffer from, std::size_t bytes, const std::string& what) override {
+    d_.check(d_.MemcpyDtoH(to, from, bytes), "cuMemcpyDtoH", what);
+  }
+  void fill(Buffer b, int width, std::uint32_t pattern, std::size_t count, const std::string& what) override {
+    if (width == 1)
+      d_.check(d_.MemsetD8(b, static_cast<unsigned char>(pattern), count), "cuMemsetD8", what);
+    else if (width == 2)
+      d_.check(d_.MemsetD16(b, static_cast<unsigned short>(pattern), count), "cuMemsetD16", what);
+    else
+      d_.check(d_.MemsetD32(b, pattern, count), "cuMemsetD32", what);
+  }
+  void launch(const CudaLaunch& l, const CudaGeometry& g, const std::vector<Buffer>& args,
+              const std::string& where) override {
+    std::vector<CUdeviceptr> ptrs(args.begin(), args.end());
+    long long total = g.total;
+    std::vector<void*> argv;
+    for (auto& a : ptrs) argv.push_back(&a);
+    argv.push_back(&total);
+    d_.check(d_.LaunchKernel(functions_.at(l.kernel), g.grid_x, g.grid_y, 1, g.block, 1, 1, 0, nullptr,
+                             argv.data(), nullptr),
+             "cuLaunchKernel", where);
+    // The launch status says the launch was accepted; the kernel's own faults surface at the
+    // next synchronization, so synchronize after every launch and check that too.
+    d_.check(d_.CtxSynchronize(), "cuCtxSynchronize", "after " + where);
+  }
+  void start_clock() override {
+    d_.check(d_.CtxSynchronize(), "cuCtxSynchronize", "before the first launch");
+    d_.check(d_.EventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate");
+    d_.check(d_.EventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate");
+    d_.check(d_.EventRecord(start_, nullptr), "cuEventRecord");
+  }
+  double stop_clock() override {
+    d_.check(d_.EventRecord(stop_, nullptr), "cuEventRecord");
+    d_.check(d_.EventSynchronize(stop_), "cuEventSynchronize");
+    float ms = 0;
+    d_.check(d_.EventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
+    return ms / 1e3;
+  }
+
+ private:
+  const Driver& d_;
+  DeviceBuffers mem_;
+  const std::map<std::string, CUfunction>& functions_;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
 
 class CudaProgram final : public CompiledProgram {
  public:
@@ -427,104 +449,11 @@ class CudaProgram final : public CompiledProgram {
   RunStats last_stats() const override { return stats_; }
 
   TensorMap run(const TensorMap& inputs) override {
-    const Driver& d = Driver::get();
-    const auto& nodes = plan_.placed.nodes;
-    std::vector<const Tensor*> bound(nodes.size(), nullptr);
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      if (nodes[i].is_input) bound[i] = &validated_input(nodes[i], inputs, source_name_);
     std::lock_guard<std::mutex> lock(driver_mutex());
-    d.make_current();
-    DeviceBuffers mem(d);
-    std::vector<CUdeviceptr> dev(nodes.size(), 0);
-    std::vector<bool> poisoned(nodes.size(), false);
-    bool input_holds_poison = false;
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const Node& n = nodes[i];
-      if (plan_.is_virtual(n.name)) continue;
-      const std::size_t bytes =
-          static_cast<std::size_t>(n.cell_count()) * static_cast<std::size_t>(prec_bytes(n.prec));
-      dev[i] = mem.alloc(bytes, n.name);
-      if (bound[i]) {
-        NativeBuffer host = NativeBuffer::from_tensor(*bound[i]);
-        input_holds_poison = input_holds_poison || first_poisoned(host) >= 0;
-        d.check(d.MemcpyHtoD(dev[i], host.data(), bytes), "cuMemcpyHtoD", "input '" + n.name + "'");
-      }
-    }
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const Node& n = nodes[i];
-      if (!dev[i] || bound[i]) continue;
-      const std::size_t bytes =
-          static_cast<std::size_t>(n.cell_count()) * static_cast<std::size_t>(prec_bytes(n.prec));
-      // Outputs whose first writer overwrites every cell get the poison pattern (checked after the
-      // run); every other buffer starts at +0 as the semantics say.
-      if (n.is_output && poisonable(n.prec) && !input_holds_poison &&
-          plan_.overwritten_first(static_cast<int>(i))) {
-        poisoned[i] = true;
-        if (prec_bytes(n.prec) == 2)
-          d.check(d.MemsetD16(dev[i], kPoison16, bytes / 2), "cuMemsetD16", "poison '" + n.name + "'");
-        else
-          d.check(d.MemsetD32(dev[i], kPoison32, bytes / 4), "cuMemsetD32", "poison '" + n.name + "'");
-      } else {
-        d.check(d.MemsetD8(dev[i], 0, bytes), "cuMemsetD8", "zero '" + n.name + "'");
-      }
-    }
-    d.check(d.CtxSynchronize(), "cuCtxSynchronize", "before the first launch");
-    CUevent start = nullptr, stop = nullptr;
-    d.check(d.EventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
-    d.check(d.EventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-    d.check(d.EventRecord(start, nullptr), "cuEventRecord");
-    for (const CudaLaunch& l : text_.launches) {
-      const std::string where = fmt::format("statement {} of {}", l.position + 1,
-                                            source_name_.empty() ? plan_.placed.name : source_name_);
-      if (l.kind == CudaLaunch::Kind::Memset) {
-        const Node& n = nodes[static_cast<std::size_t>(l.node)];
-        const std::size_t bytes =
-            static_cast<std::size_t>(n.cell_count()) * static_cast<std::size_t>(prec_bytes(n.prec));
-        d.check(d.MemsetD8(dev[static_cast<std::size_t>(l.node)], 0, bytes), "cuMemsetD8", where);
-        continue;
-      }
-      std::vector<CUdeviceptr> args_ptr;
-      args_ptr.reserve(l.params.size());
-      for (int p : l.params) args_ptr.push_back(dev[static_cast<std::size_t>(p)]);
-      long long total = l.threads;
-      std::vector<void*> args;
-      for (auto& a : args_ptr) args.push_back(&a);
-      args.push_back(&total);
-      const unsigned block = l.threads > 1 ? 128u : 1u;
-      const long long blocks_needed = (total + block - 1) / block;
-      const unsigned grid =
-          static_cast<unsigned>(std::max<long long>(1, std::min<long long>(blocks_needed, 1 << 20)));
-      d.check(
-          d.LaunchKernel(functions_.at(l.kernel), grid, 1, 1, block, 1, 1, 0, nullptr, args.data(), nullptr),
-          "cuLaunchKernel", l.kernel + ", " + where);
-      // The launch status says the launch was accepted; the kernel's own faults surface at the
-      // next synchronization, so synchronize after every launch and check that too.
-      d.check(d.CtxSynchronize(), "cuCtxSynchronize", "after " + l.kernel + ", " + where);
-    }
-    d.check(d.EventRecord(stop, nullptr), "cuEventRecord");
-    d.check(d.EventSynchronize(stop), "cuEventSynchronize");
-    float ms = 0;
-    d.check(d.EventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
-    d.EventDestroy(start);
-    d.EventDestroy(stop);
-    stats_.compute_seconds = ms / 1e3;
-    TensorMap out;
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const Node& n = nodes[i];
-      if (!n.is_output) continue;
-      NativeBuffer host = NativeBuffer::zeros(n.prec, n.cell_count());
-      d.check(d.MemcpyDtoH(host.data(), dev[i], host.bytes()), "cuMemcpyDtoH", "output '" + n.name + "'");
-      if (poisoned[i]) {
-        const std::int64_t cell = first_poisoned(host);
-        FP_INTERNAL_CHECK(
-            cell < 0,
-            "CUDA executor: cell {} of output '{}' was never written (its poison survived the run of "
-            "{})",
-            cell_text(n.dims, cell), n.name, source_name_.empty() ? plan_.placed.name : source_name_);
-      }
-      out.emplace(n.name, host.to_tensor(n.dims));
-    }
-    return out;
+    Driver::get().make_current();
+    return run_cuda_program(
+        plan_, text_, [this] { return std::make_unique<DriverDevice>(Driver::get(), functions_); }, inputs,
+        source_name_, stats_);
   }
 
  private:

@@ -7,6 +7,7 @@
 
 #include "core/diagnostic.h"
 #include "core/interpreter_program.h"
+#include "exec/cuda_emulator.h"
 
 namespace fp {
 
@@ -46,6 +47,8 @@ const std::vector<ExecutorEntry>& executor_registry() {
       {"interp", "the reference interpreter", make_interp_executor},
       {"c", "compiled C", make_c_executor},
       {"cuda", "CUDA on the GPU", make_cuda_executor},
+      {"cuda-emu", "the CUDA executor's kernels emulated on the CPU (a thread per CUDA thread; slow, for testing)",
+       make_cuda_emulator},
   };
   return entries;
 }

@@ -118,7 +118,7 @@ std::vector<int> ProgramPlan::ending_at(int p) const {
 bool ProgramPlan::overwritten_first(int i) const {
   const Node& n = placed.nodes[static_cast<std::size_t>(i)];
   const int pos = span[static_cast<std::size_t>(i)].first;
-  if (pos < 0 || n.is_input) return false;
+  if (pos < 0 || static_cast<std::size_t>(pos) >= top.size() || n.is_input) return false;
   const Stmt& s = *top[static_cast<std::size_t>(pos)];
   if (s.kind == StmtKind::Zero) return s.name == n.name;
   std::optional<NestShape> shape = nest_shape(s);

@@ -3,13 +3,15 @@
 // generated CUDA C++ of composed, rewritten (two-pass) and block-folded attention (forward and training step, several
 // precisions) compiles with nvcc, and a batch of random routines (every operation and precision)
 // compiles with NVRTC. On a machine with a GPU the same programs run and must agree with the
-// interpreter bitwise (scripts/gpu-check runs these tests and the differential suite).
+// interpreter bitwise (scripts/gpu-check runs these tests and the differential suite). Everywhere,
+// the same kernels run on the CPU through the CUDA emulator (exec/cuda_emulator.h) and must agree too.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cmath>
+#include <set>
 
 #include "frontend/attention.h"
 #include "core/diagnostic.h"
@@ -38,11 +40,11 @@ Routine rewritten(const Routine& r) {
   return run_tier(r, c).routine;
 }
 
-// The block fold (shape 4) with B = 2: three key blocks, a guarded tail.
-Routine folded(const Routine& r) {
+// The block fold (shape 4) with B = 2 by default: with 3 keys, two key blocks, a guarded tail.
+Routine folded(const Routine& r, int block = 2) {
   Config c;
   c.set("online_softmax", "true");
-  c.set("online_softmax_block", "2");
+  c.set("online_softmax_block", std::to_string(block));
   return run_tier(r, c).routine;
 }
 
@@ -83,7 +85,45 @@ std::vector<std::pair<std::string, Routine>> attention_programs() {
       out.emplace_back(name + " block fold", folded(composed));
       if (train) out.emplace_back(name + " fused backward", fused(composed));
     }
+  // The row kernel over several blocks of threads (40 query rows, a partial last block), B = 8
+  // dividing 24 keys and B = 5 not; a NaN fill; padding with sq != sk.
+  AttentionSpec wide = spec(Prec::F32, false);
+  wide.batch = 1;
+  wide.sq = 40;
+  wide.sk = 24;
+  wide.d = 8;
+  wide.e = 8;
+  const Routine composed = build_attention(wide);
+  out.emplace_back("f32 40x24 causal block fold B=8", folded(composed, 8));
+  out.emplace_back("f32 40x24 causal block fold B=5", folded(composed, 5));
+  wide.mask_fill = "nan";
+  out.emplace_back("f32 40x24 causal nan fill block fold B=5", folded(build_attention(wide), 5));
+  wide.mask = "padding:5";
+  wide.mask_fill = "-inf";
+  wide.sq = 9;
+  out.emplace_back("f32 9x24 padding block fold B=7", folded(build_attention(wide), 7));
   return out;
+}
+
+// Every attention program on `ex`, bitwise against the interpreter.
+void expect_agrees_on_attention(Executor& ex) {
+  for (const auto& [name, r] : attention_programs()) {
+    SCOPED_TRACE(name);
+    TensorMap in = random_inputs(r, 17);
+    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex.compile(r)->run(in)));
+  }
+}
+
+// Random routines (every operation and precision) on `ex`, bitwise against the interpreter.
+void expect_agrees_on_random_routines(Executor& ex) {
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    Routine r = fuzz::sample_routine(seed * 104729);
+    SCOPED_TRACE(seed * 104729);
+    if (std::string(cuda_source_for(r, test_options())).find("pow(") != std::string::npos)
+      continue;  // pow is implementation-defined
+    TensorMap in = random_inputs(r, seed);
+    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex.compile(r)->run(in)));
+  }
 }
 
 TEST(ExecCuda, ReportsAvailabilityWithAReason) {
@@ -139,25 +179,60 @@ TEST(ExecCuda, AgreesWithTheInterpreterBitwiseOnAttention) {
   auto ex = make_executor("cuda", test_options());
   const Availability a = ex->available();
   if (!a) GTEST_SKIP() << "CUDA executor unavailable: " << a.reason;
-  for (const auto& [name, r] : attention_programs()) {
-    SCOPED_TRACE(name);
-    TensorMap in = random_inputs(r, 17);
-    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex->compile(r)->run(in)));
-  }
+  expect_agrees_on_attention(*ex);
 }
 
 TEST(ExecCuda, AgreesWithTheInterpreterBitwiseOnRandomRoutines) {
   auto ex = make_executor("cuda", test_options());
   const Availability a = ex->available();
   if (!a) GTEST_SKIP() << "CUDA executor unavailable: " << a.reason;
-  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
-    Routine r = fuzz::sample_routine(seed * 104729);
-    SCOPED_TRACE(seed * 104729);
-    if (std::string(cuda_source_for(r, test_options())).find("pow(") != std::string::npos)
-      continue;  // pow is implementation-defined
-    TensorMap in = random_inputs(r, seed);
-    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex->compile(r)->run(in)));
-  }
+  expect_agrees_on_random_routines(*ex);
+}
+
+// The same kernels, launch geometry and run (exec/cuda_run.h) on the CPU (exec/cuda_emulator.h):
+// what can be checked of the CUDA generator without a GPU, on every machine.
+TEST(ExecCudaEmulator, AgreesWithTheInterpreterBitwiseOnAttention) {
+  auto ex = make_executor("cuda-emu", test_options());
+  ASSERT_TRUE(ex->available()) << ex->available().reason;
+  expect_agrees_on_attention(*ex);
+}
+
+TEST(ExecCudaEmulator, AgreesWithTheInterpreterBitwiseOnRandomRoutines) {
+  auto ex = make_executor("cuda-emu", test_options());
+  ASSERT_TRUE(ex->available()) << ex->available().reason;
+  expect_agrees_on_random_routines(*ex);
+}
+
+// The fold runs as the row kernel: its tiles in per-thread arrays (no buffer), the key and value
+// blocks staged through shared memory, one thread per query row.
+TEST(ExecCudaRowKernel, TheFoldStagesKeysAndValuesAndKeepsItsTilesPrivate) {
+  AttentionSpec s = spec(Prec::F32, false);
+  s.sq = 40;
+  s.sk = 24;
+  const Routine r = folded(build_attention(s), 8);
+  ProgramPlan plan = make_plan(r, test_options().placement);
+  CudaProgramText t = generate_cuda(plan);
+  EXPECT_NE(t.source.find("/* staged block of 'k' */"), std::string::npos);
+  EXPECT_NE(t.source.find("/* staged block of 'v' */"), std::string::npos);
+  EXPECT_NE(t.source.find("__syncthreads();"), std::string::npos);
+  std::set<std::string> tiles;
+  for (int i : t.private_nodes) tiles.insert(plan.placed.nodes[static_cast<std::size_t>(i)].name);
+  EXPECT_EQ(tiles, (std::set<std::string>{"os_block_numerator_o", "os_block_rows_q", "os_block_scores_masked"}));
+  int row_kernels = 0;
+  for (const CudaLaunch& l : t.launches)
+    if (l.rows > 0) {
+      ++row_kernels;
+      EXPECT_EQ(l.rows, 40);  // the query rows over the threads
+      EXPECT_EQ(l.block, 64u);
+      EXPECT_EQ(l.threads, 2 * 2);  // batch x heads, one per block row
+      const CudaGeometry g = cuda_geometry(l);
+      EXPECT_EQ(g.grid_x, 1u);
+      EXPECT_EQ(g.grid_y, 4u);
+    }
+  EXPECT_EQ(row_kernels, 1);
+  // The composed program has no scan: no row kernel.
+  for (const CudaLaunch& l : generate_cuda(make_plan(build_attention(s), test_options().placement)).launches)
+    EXPECT_EQ(l.rows, 0) << l.kernel;
 }
 
 }  // namespace
