@@ -78,10 +78,12 @@ class Run {
   Outputs once(CudaDevice& d, int pass, RunStats& stats) const {
     const auto& nodes = plan_.placed.nodes;
     std::vector<CudaDevice::Buffer> dev(nodes.size(), 0);
+    stats.peak_bytes = 0;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       if (plan_.is_virtual(n.name) || is_private(i)) continue;
       dev[i] = d.alloc(node_bytes(n), n.name);
+      stats.peak_bytes += static_cast<std::int64_t>(node_bytes(n));
       if (bound_[i]) {
         NativeBuffer host = NativeBuffer::from_tensor(*bound_[i]);
         d.upload(dev[i], host.data(), node_bytes(n), "input '" + n.name + "'");

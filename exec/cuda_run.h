@@ -11,7 +11,9 @@
 //    second time with another pattern, and a cell that holds the first pattern after the first
 //    run and the second after the second was never written (a written cell holds the same value
 //    in both runs: the program is deterministic);
-//  - every launch is checked, then the device synchronized and checked (a kernel's own faults).
+//  - every launch is checked, then the device synchronized and checked (a kernel's own faults);
+//  - every buffer is allocated for the whole run: RunStats::peak_bytes is their sum (the device
+//    memory the run holds), at least the memory report's peak, which counts liveness.
 
 #include <cstddef>
 #include <cstdint>

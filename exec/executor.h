@@ -69,7 +69,8 @@ struct RunStats {
   // counts them (inputs from the first statement to their last access, every other buffer from its
   // allocation to its release; a row-private tile at its stack slices' bytes times the worker
   // threads while its statement runs, so never above the report's peak). The C executor measures
-  // it from its real allocations; -1 when the executor does not measure.
+  // it from its real allocations; the CUDA executor (and its emulation) holds every buffer for the
+  // whole run and reports their sum; -1 when the executor does not measure.
   std::int64_t peak_bytes = -1;
   // Seconds inside the compiled code (C: the entry function; CUDA: first launch to last kernel's
   // end); -1 when not measured.

@@ -27,6 +27,7 @@
 #include "exec/jit.h"
 #include "frontend/attention.h"
 #include "pipeline/prepared_program.h"
+#include "rewrites/online_softmax/block_fold.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
@@ -44,6 +45,8 @@ struct BenchOptions {
   std::string what;
   std::string seqs = "512,1024,2048,4096";
   std::int64_t d = 64;
+  std::int64_t heads = 1;
+  std::int64_t composed_max_seq = kMaxAttentionSize;
   int repeats = 5;
   std::string output;
   std::string csv;
@@ -147,7 +150,7 @@ fig.tight_layout(); fig.savefig(sys.argv[2], dpi=120, format="png")
 AttentionSpec bench_spec(const BenchOptions& o, std::int64_t seq) {
   AttentionSpec spec;
   spec.batch = 1;
-  spec.heads = 1;
+  spec.heads = o.heads;
   spec.sq = spec.sk = seq;
   spec.d = spec.e = o.d;
   spec.mask = o.mask;
@@ -180,6 +183,7 @@ void bench_attention(const BenchOptions& o) {
   require_available(*ex);
 
   const Config rewrite_cfg = with_every_gate_on(cfg);
+  const std::int64_t fold_block = rewrite_cfg.integer_or_auto("online_softmax_block").value_or(osm::kAutoFoldBlock);
   const auto rewrite = [&](const Routine& composed) {
     return prepare_program(composed, rewrite_cfg).routine;
   };
@@ -189,8 +193,8 @@ void bench_attention(const BenchOptions& o) {
   for (std::int64_t seq : seqs) {
     const Routine composed = build_attention(bench_spec(o, seq));
     const Routine rewritten = rewrite(composed);
-    std::vector<RunMemory> parts{estimate_run_memory(composed, o.executor, eo.placement),
-                                 estimate_run_memory(rewritten, o.executor, eo.placement, true)};
+    std::vector<RunMemory> parts{estimate_run_memory(rewritten, o.executor, eo.placement)};
+    if (seq <= o.composed_max_seq) parts.push_back(estimate_run_memory(composed, o.executor, eo.placement, true));
     if (seq <= o.interp_max_seq) parts.push_back(estimate_run_memory(composed, "interp", eo.placement, true));
     preflight_memory(combine(std::move(parts), fmt::format("both forms at seq {} on {}", seq, o.executor)),
                      o.max_memory, fmt::format("attention at seq {}", seq));
@@ -210,20 +214,29 @@ void bench_attention(const BenchOptions& o) {
   for (std::int64_t seq : seqs) {
     Routine composed = build_attention(bench_spec(o, seq));
     Routine rewritten = rewrite(composed);
-    const Routine* forms[2] = {&composed, &rewritten};
-    const char* names[2] = {"composed", "rewritten"};
-    std::unique_ptr<CompiledProgram> progs[2];
-    for (int f = 0; f < 2; ++f) progs[f] = ex->compile(*forms[f]);
+    // The composed form only up to --composed-max-seq (its [seq, seq] buffers grow as seq²).
+    std::vector<const Routine*> forms{&rewritten};
+    std::vector<const char*> names{"rewritten"};
+    if (seq <= o.composed_max_seq) {
+      forms.insert(forms.begin(), &composed);
+      names.insert(names.begin(), "composed");
+    }
+    std::vector<std::unique_ptr<CompiledProgram>> progs;
+    std::vector<CompiledProgram*> timed;
+    for (const Routine* f : forms) {
+      progs.push_back(ex->compile(*f));
+      timed.push_back(progs.back().get());
+    }
     TensorMap in = random_inputs(composed, o.seed);
-    const std::vector<ProgramTimes> times = time_interleaved({progs[0].get(), progs[1].get()}, in, o.repeats);
-    for (int f = 0; f < 2; ++f) {
+    const std::vector<ProgramTimes> times = time_interleaved(timed, in, o.repeats);
+    for (std::size_t f = 0; f < forms.size(); ++f) {
       Row r;
       r.seq = seq;
       r.form = names[f];
       r.median_s = times[f].median();
       r.min_s = times[f].min();
-      r.gflops = 4.0 * static_cast<double>(seq) * static_cast<double>(seq) * static_cast<double>(o.d) /
-                 r.median_s / 1e9;
+      r.gflops = 4.0 * static_cast<double>(seq) * static_cast<double>(seq) * static_cast<double>(o.d) *
+                 static_cast<double>(o.heads) / r.median_s / 1e9;
       r.peak_fraction = peak_gflops > 0 ? r.gflops / peak_gflops : 0;
       const MemoryReport m = memory_report(place(*forms[f], eo.placement).routine);
       r.report_peak = m.peak_bytes;
@@ -237,24 +250,30 @@ void bench_attention(const BenchOptions& o) {
       }
       rows.push_back(r);
     }
-    fmt::print("seq {:>5}: composed {:.2f} ms, rewritten {:.2f} ms (median of {})\n", seq,
-               rows[rows.size() - 2].median_s * 1e3, rows.back().median_s * 1e3, o.repeats);
+    if (forms.size() == 2)
+      fmt::print("seq {:>5}: composed {:.2f} ms, rewritten {:.2f} ms (median of {})\n", seq,
+                 rows[rows.size() - 2].median_s * 1e3, rows.back().median_s * 1e3, o.repeats);
+    else
+      fmt::print("seq {:>5}: rewritten {:.2f} ms (median of {}; composed above --composed-max-seq)\n", seq,
+                 rows.back().median_s * 1e3, o.repeats);
     std::fflush(stdout);
   }
 
   // The table, printed last.
   std::string table =
-      fmt::format("\nattention forward, f32, batch 1, 1 head, d = e = {}, mask {}, executor {}{}\n", o.d,
-                  o.mask, o.executor,
+      fmt::format("\nattention forward, f32, batch 1, {} head{}, d = e = {}, mask {}, executor {}{}; rewritten = {}\n",
+                  o.heads, o.heads == 1 ? "" : "s", o.d, o.mask, o.executor,
                   o.executor == "c" ? fmt::format(", {} thread{}", resolve_c_threads(o.threads),
                                                   resolve_c_threads(o.threads) == 1 ? "" : "s")
-                                    : std::string());
+                                    : std::string(),
+                  fold_block > 0 ? fmt::format("the block fold, B = {}", fold_block) : std::string("the two-pass form"));
   table += fmt::format("{:>6}  {:<9}  {:>11}  {:>11}  {:>8}  {:>7}  {:>9}  {:>7}  {:>10}{}\n", "seq", "form",
                        "median ms", "min ms", "GFLOP/s", "% peak", "peak MiB", "square", "rw/comp",
                        o.interp_max_seq > 0 ? "  interp ms" : "");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    std::string ratio = r.form == "rewritten" ? fmt::format("{:.3f}", r.median_s / rows[i - 1].median_s) : "";
+    const bool paired = r.form == "rewritten" && i > 0 && rows[i - 1].seq == r.seq;
+    std::string ratio = paired ? fmt::format("{:.3f}", r.median_s / rows[i - 1].median_s) : "";
     table += fmt::format("{:>6}  {:<9}  {:>11.2f}  {:>11.2f}  {:>8.2f}  {:>7}  {:>9}  {:>7}  {:>10}{}\n",
                          r.seq, r.form, r.median_s * 1e3, r.min_s * 1e3, r.gflops,
                          peak_gflops > 0 ? fmt::format("{:.1f}", 100 * r.peak_fraction) : "-",
@@ -274,11 +293,11 @@ void bench_attention(const BenchOptions& o) {
     if (csv_path.empty())
       csv_path = (std::filesystem::temp_directory_path() / "flashproof-bench.csv").string();
     std::string csv =
-        "seq,form,executor,threads,d,median_ms,min_ms,gflops,peak_fraction,peak_gflops,peak_mib,peak_bytes,"
+        "seq,form,executor,threads,d,heads,median_ms,min_ms,gflops,peak_fraction,peak_gflops,peak_mib,peak_bytes,"
         "measured_peak_bytes,square_buffers,interp_ms\n";
     for (const Row& r : rows)
-      csv += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{:.5f},{:.2f},{},{},{},{},{}\n", r.seq, r.form,
-                         o.executor, resolve_c_threads(o.threads), o.d, r.median_s * 1e3, r.min_s * 1e3,
+      csv += fmt::format("{},{},{},{},{},{},{:.4f},{:.4f},{:.3f},{:.5f},{:.2f},{},{},{},{},{}\n", r.seq, r.form,
+                         o.executor, resolve_c_threads(o.threads), o.d, o.heads, r.median_s * 1e3, r.min_s * 1e3,
                          r.gflops, r.peak_fraction, peak_gflops, mib(r.report_peak), r.report_peak,
                          r.measured_peak, r.square_buffers,
                          r.interp_s >= 0 ? fmt::format("{:.3f}", r.interp_s * 1e3) : "");
@@ -298,6 +317,12 @@ void setup_bench(CLI::App& app) {
   sub->add_option("--d", o->d, "Head width d (= value width e)")
       ->transform(integer_in<std::int64_t>(1, kMaxAttentionSize))
       ->capture_default_str();
+  sub->add_option("--heads", o->heads, "Heads (batch x heads attention problems in one program)")
+      ->transform(integer_in<std::int64_t>(1, kMaxAttentionSize))
+      ->capture_default_str();
+  sub->add_option("--composed-max-seq", o->composed_max_seq,
+                  "Time the composed form only at lengths up to this (its [seq, seq] buffers grow as seq^2)")
+      ->transform(integer_in<std::int64_t>(0, kMaxAttentionSize));
   sub->add_option("--repeats", o->repeats, "Timed runs per form and length (the median is reported)")
       ->transform(integer_in(1, kMaxRepeats))
       ->capture_default_str();

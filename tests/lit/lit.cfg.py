@@ -16,3 +16,6 @@ config.substitutions.append(("%flashproof", os.path.join(tool_dir, "flashproof")
 import shutil
 if shutil.which("script"):
     config.available_features.add("script")
+# scripts/gpu-check's dry run (tests/lit/cli/gpu-check-dry-run.test) needs the sources and the unit tests.
+config.substitutions.append(("%source_root", os.path.dirname(os.path.dirname(config.test_source_root))))
+config.substitutions.append(("%unit_tests", os.path.join(config.flashproof_binary_dir, "tests", "unit_tests")))
