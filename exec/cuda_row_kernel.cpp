@@ -148,6 +148,8 @@ std::int64_t extent_of(const Stmt& loop) { return loop.to - loop.from + 1; }
 std::optional<RowKernelPlan> plan_row_kernel(const ProgramPlan& plan, int position,
                                              const std::vector<const Stmt*>& rows) {
   if (rows.empty()) return std::nullopt;
+  for (const Stmt* r : rows)
+    if (extent_of(*r) <= 0) return std::nullopt;  // a dead row: nothing runs (and no empty grid)
   const Stmt& last = *rows.back();
   RowKernelPlan k;
   k.rows = rows;

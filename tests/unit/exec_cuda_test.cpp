@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <set>
@@ -20,6 +21,7 @@
 #include "exec/cuda_codegen.h"
 #include "exec/cuda_executor.h"
 #include "exec/executor.h"
+#include "fuzz/attention_case.h"
 #include "fuzz/random_routine.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
@@ -201,6 +203,35 @@ TEST(ExecCudaEmulator, AgreesWithTheInterpreterBitwiseOnRandomRoutines) {
   auto ex = make_executor("cuda-emu", test_options());
   ASSERT_TRUE(ex->available()) << ex->available().reason;
   expect_agrees_on_random_routines(*ex);
+}
+
+// Fuzzed attention cases (fuzz/attention_case.h: every mask and fill, sq != sk, f64/f32/f16/bf16,
+// layers, training steps, look-alikes, hostile data) rewritten under their drawn gates with the fold
+// forced on at their drawn block size or 3, those whose programs get a row kernel, on the emulator:
+// at least 12 among the first 400 draws.
+TEST(ExecCudaEmulator, AgreesWithTheInterpreterBitwiseOnFuzzedFoldCases) {
+  auto ex = make_executor("cuda-emu", test_options());
+  ASSERT_TRUE(ex->available()) << ex->available().reason;
+  const auto gen = fuzz::gen_attention_case();
+  int found = 0;
+  for (std::uint64_t seed = 1; seed <= 400 && found < 12; ++seed) {
+    const fuzz::AttentionCase c = gen(rc::Random(seed * 6151), rc::kNominalSize).value();
+    Config cfg;
+    cfg.set("online_softmax_block", "3");
+    for (const std::string& kv : c.settings) cfg.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1));
+    cfg.set("online_softmax", "true");
+    if (cfg.integer_or_auto("online_softmax_block").value_or(1) == 0) cfg.set("online_softmax_block", "3");
+    const Routine original = fuzz::build_case_routine(c);
+    const Routine r = run_tier(original, cfg).routine;
+    const CudaProgramText t = generate_cuda(make_plan(r, test_options().placement));
+    if (std::none_of(t.launches.begin(), t.launches.end(), [](const CudaLaunch& l) { return l.rows > 0; }))
+      continue;
+    ++found;
+    SCOPED_TRACE(fuzz::attention_case_text(c));
+    TensorMap in = fuzz::case_inputs(c, original);
+    ASSERT_TRUE(testing::bitwise_equal(interpret(r, in), ex->compile(r)->run(in)));
+  }
+  EXPECT_GE(found, 12);
 }
 
 // The fold runs as the row kernel: its tiles in per-thread arrays (no buffer), the key and value
