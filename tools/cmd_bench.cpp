@@ -5,6 +5,7 @@
 // measured peak is checked against it). Prints a table, optionally writes CSV and a PNG plot (python3 +
 // matplotlib, skipped when missing). docs/executors.md shows a run.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +28,6 @@
 #include "exec/jit.h"
 #include "frontend/attention.h"
 #include "pipeline/prepared_program.h"
-#include "rewrites/online_softmax/block_fold.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
@@ -183,7 +183,6 @@ void bench_attention(const BenchOptions& o) {
   require_available(*ex);
 
   const Config rewrite_cfg = with_every_gate_on(cfg);
-  const std::int64_t fold_block = rewrite_cfg.integer_or_auto("online_softmax_block").value_or(osm::kAutoFoldBlock);
   const auto rewrite = [&](const Routine& composed) {
     return prepare_program(composed, rewrite_cfg).routine;
   };
@@ -266,7 +265,10 @@ void bench_attention(const BenchOptions& o) {
                   o.executor == "c" ? fmt::format(", {} thread{}", resolve_c_threads(o.threads),
                                                   resolve_c_threads(o.threads) == 1 ? "" : "s")
                                     : std::string(),
-                  fold_block > 0 ? fmt::format("the block fold, B = {}", fold_block) : std::string("the two-pass form"));
+                  o.config.settings.empty() && o.config.profile.empty()
+                      ? std::string("every gate on")
+                      : fmt::format("every gate on, {}{}", o.config.profile.empty() ? "" : "profile " + o.config.profile + " ",
+                                    fmt::join(o.config.settings, " ")));
   table += fmt::format("{:>6}  {:<9}  {:>11}  {:>11}  {:>8}  {:>7}  {:>9}  {:>7}  {:>10}{}\n", "seq", "form",
                        "median ms", "min ms", "GFLOP/s", "% peak", "peak MiB", "square", "rw/comp",
                        o.interp_max_seq > 0 ? "  interp ms" : "");

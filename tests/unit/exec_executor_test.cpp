@@ -31,8 +31,8 @@ ExecOptions test_options() {
   return o;
 }
 
-TEST(ExecExecutor, RegistryHasTheThreeExecutorsAndRejectsUnknownNames) {
-  EXPECT_EQ(executor_names(), (std::vector<std::string>{"interp", "c", "cuda"}));
+TEST(ExecExecutor, RegistryHasTheFourExecutorsAndRejectsUnknownNames) {
+  EXPECT_EQ(executor_names(), (std::vector<std::string>{"interp", "c", "cuda", "cuda-emu"}));
   for (const auto& n : executor_names()) EXPECT_EQ(make_executor(n)->name(), n);
   EXPECT_TRUE(make_executor("interp")->available().ok);
   try {
@@ -41,7 +41,7 @@ TEST(ExecExecutor, RegistryHasTheThreeExecutorsAndRejectsUnknownNames) {
   } catch (const UserError& e) {
     EXPECT_EQ(e.code(), kExitUsage);
     EXPECT_NE(std::string(e.what()).find("'fpga'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("interp, c, cuda"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("interp, c, cuda, cuda-emu"), std::string::npos);
   }
 }
 
