@@ -47,7 +47,7 @@ const std::vector<ExecutorEntry>& executor_registry() {
       {"interp", "the reference interpreter", make_interp_executor},
       {"c", "compiled C", make_c_executor},
       {"cuda", "CUDA on the GPU", make_cuda_executor},
-      {"cuda-emu", "the CUDA executor's kernels emulated on the CPU (a thread per CUDA thread; slow, for testing)",
+      {"cuda-emu", "the CUDA executor's kernels emulated on the CPU, a thread per CUDA thread: slow, for testing",
        make_cuda_emulator},
   };
   return entries;
