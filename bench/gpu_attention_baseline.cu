@@ -25,16 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_check.h"
+
+const char* const kCudaProgram = "gpu_attention_baseline";
+
 namespace {
 
-#define CHECK_CUDA(x)                                                                      \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "gpu_attention_baseline: %s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                        \
-    }                                                                                      \
-  } while (0)
 #define CHECK_CUBLAS(x)                                                                    \
   do {                                                                                     \
     cublasStatus_t s_ = (x);                                                               \

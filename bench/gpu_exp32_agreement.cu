@@ -19,20 +19,14 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/cuda_check.h"
 #include "core/numerics_c.h"
 
 extern "C" void fp_host_exp32_bits(fpc_u32 first, fpc_u32 count, fpc_u32* out);
 
-namespace {
+const char* const kCudaProgram = "gpu_exp32_agreement";
 
-#define CHECK_CUDA(x)                                                                               \
-  do {                                                                                              \
-    cudaError_t e_ = (x);                                                                           \
-    if (e_ != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "gpu_exp32_agreement: %s failed: %s\n", #x, cudaGetErrorString(e_));    \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
+namespace {
 
 __global__ void device_exp32(fpc_u32 first, fpc_u32 count, fpc_u32* own, fpc_u32* lib) {
   for (fpc_u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
