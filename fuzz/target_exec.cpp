@@ -3,12 +3,14 @@
 // Property: on a random well-formed routine (fuzz/random_routine.h: every op and precision, scans,
 // guards, locals, dead loops, special constants) and FP-hostile inputs (fuzz/hostile_data.h), the
 // compiled C program's outputs are the interpreter's, bit for bit (NaN payloads aside, as
-// verify/compare.h's bitwise check says), and so are CUDA's where a GPU is present.
+// verify/compare.h's bitwise check says), and so are CUDA's where a GPU is present (without one,
+// FLASHPROOF_FUZZ_CUDA_EMU=1 runs the CUDA kernels on the CPU emulation, exec/cuda_emulator.h).
 //
 // Input format: one header line `data-seed N hostile P`, then the routine's .fp text.
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 
 #include "core/checker.h"
 #include "core/diagnostic.h"
@@ -59,6 +61,11 @@ std::set<std::string> routine_features(const Routine& r) {
   return f;
 }
 
+bool cuda_emulation_requested() {
+  const char* e = std::getenv("FLASHPROOF_FUZZ_CUDA_EMU");
+  return e && std::string(e) == "1";
+}
+
 Execution run_exec(const std::string& input, const std::string& name) {
   const CaseHeader c = parse_case_header(input, name, "data-seed", 0, "hostile", 0, 100, kExpectedHeader);
   const Routine r = parse_routine(c.body, name);
@@ -70,7 +77,9 @@ Execution run_exec(const std::string& input, const std::string& name) {
   const TensorMap in = hostile_inputs(r, static_cast<std::uint64_t>(c.first), static_cast<int>(c.second));
   const TensorMap want = interpret(r, in);
   static const bool cuda_available = static_cast<bool>(make_executor("cuda")->available());
-  for (const char* executor : {"c", "cuda"}) {
+  // Without a GPU, FLASHPROOF_FUZZ_CUDA_EMU=1 runs the CUDA kernels on the CPU emulation instead.
+  static const char* const cuda = cuda_available || !cuda_emulation_requested() ? "cuda" : "cuda-emu";
+  for (const char* executor : {"c", cuda}) {
     auto ex = make_executor(executor, ExecOptions{});
     if (std::string(executor) == "cuda" ? !cuda_available : !ex->available()) {
       x.features.insert(fmt::format("skipped:{}", executor));
