@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "core/diagnostic.h"
 #include "exec/codegen_emitter.h"
@@ -138,6 +139,10 @@ class EmulatedProgram final : public CompiledProgram {
   std::string source() const override { return text_.source; }
   RunStats last_stats() const override { return stats_; }
   TensorMap run(const TensorMap& inputs) override {
+    // The emulated built-ins (gridDim, blockDim, the block barrier) and __shared__ arrays are the
+    // shared object's globals: one emulated run at a time in the process, as on one GPU stream.
+    static std::mutex one_at_a_time;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
     return run_cuda_program(
         plan_, text_, [this] { return std::make_unique<HostDevice>(*jit_.object, emulate_); }, inputs,
         source_name_, stats_);
