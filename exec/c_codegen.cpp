@@ -774,9 +774,7 @@ class CGenerator {
         t.row.assign(n.dims.size(), false);
         for (std::size_t a : r.axis) t.row[a] = true;
         t.lane_axis = r.axis[lane_row];
-        t.slice_cells = kLaneWidth;
-        for (std::size_t a = 0; a < n.dims.size(); ++a)
-          if (!t.row[a]) t.slice_cells = saturating_mul(t.slice_cells, n.dims[a]);
+        t.slice_cells = saturating_mul(kLaneWidth, codegen::slice_cells(n, r));
         t.slice_bytes = saturating_mul(t.slice_cells, em_.node_bytes(n) / std::max<std::int64_t>(n.cell_count(), 1));
         if (t.slice_bytes >= em_.node_bytes(n) || t.slice_bytes > budget) continue;
         budget -= t.slice_bytes;

@@ -166,6 +166,12 @@ void add_scaled(Aff& flat, const Aff& a, std::int64_t stride) {
   for (const auto& [var, c] : a.terms) flat.terms[var] += c * stride;
 }
 
+// The terms whose coefficients cancelled dropped (a load's offset names only what it depends on).
+Aff without_zero_terms(Aff a) {
+  for (auto it = a.terms.begin(); it != a.terms.end();) it = it->second == 0 ? a.terms.erase(it) : std::next(it);
+  return a;
+}
+
 }  // namespace
 
 Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
@@ -181,8 +187,7 @@ Aff Emitter::offset(const Node& n, const std::vector<Index>& indices) const {
       add_scaled(flat, st->second.base[k], -stride);
       stride *= st->second.extent[k];
     }
-    for (auto it = flat.terms.begin(); it != flat.terms.end();) it = it->second == 0 ? flat.terms.erase(it) : std::next(it);
-    return flat;
+    return without_zero_terms(std::move(flat));
   }
   for (std::size_t k = n.dims.size(); k-- > 0;) {
     add_scaled(flat, index_aff(indices[k]), stride);
@@ -203,8 +208,7 @@ Aff Emitter::private_offset(const Node& n, const std::vector<Index>& indices, co
     add_scaled(flat, index_aff(indices[k]), stride);
     stride *= n.dims[k];
   }
-  for (auto it = flat.terms.begin(); it != flat.terms.end();) it = it->second == 0 ? flat.terms.erase(it) : std::next(it);
-  return flat;
+  return without_zero_terms(std::move(flat));
 }
 
 // ---- locals -------------------------------------------------------------------------------------

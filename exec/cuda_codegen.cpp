@@ -288,9 +288,7 @@ class CudaGenerator {
     slice.lane_axis = t.axis[spread];
     slice.origin = Aff{{{row_var, 1}}, 0};
     slice.width = 1;
-    std::int64_t cells = 1;
-    for (std::size_t a = 0; a < n.dims.size(); ++a)
-      if (!slice.row[a]) cells *= n.dims[a];
+    const std::int64_t cells = codegen::slice_cells(n, t);
     const std::string b = em_.buffer(n.name);
     em_.line(fmt::format("{} {}[{}];  /* row-private tile of '{}' */", codegen::stype(n.prec), b, cells,
                          sanitize_comment(n.name)));
@@ -305,7 +303,6 @@ class CudaGenerator {
     for (std::size_t i = 0; i < k.staged.size(); ++i) {
       const codegen::StagedNode& st = k.staged[i];
       const Node& n = node_at(st.node);
-      em_.unstage(n.name);  // the previous iteration's binding
       std::vector<Aff> base;
       for (const Index& b : st.base) base.push_back(em_.index_aff(b));
       const std::string c = em_.fresh("fpx_c"), rest = em_.fresh("fpx_r");

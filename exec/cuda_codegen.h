@@ -13,8 +13,8 @@
 //  - any other statement whose outermost loops are parallel-safe (codegen::parallel_safe): one
 //    thread per iteration of the longest such prefix of its loop chain, the rest in the thread;
 //  - a statement whose rows hold the online-softmax scan or the fold's scan over key blocks
-//    (exec/cuda_row_kernel.h): the row kernel, one thread per row of the last row loop, the outer
-//    rows one per block row of the grid (blockIdx.y), the row's private tiles in per-thread arrays
+//    (exec/cuda_row_kernel.h): the row kernel, one thread per row of one row loop (the query
+//    rows), the other rows one per block row of the grid (blockIdx.y), the row's private tiles in per-thread arrays
 //    (registers, or local memory the L1 caches) and the key and value blocks each scan iteration
 //    reads staged through shared memory by the whole block;
 //  - anything else: one thread (<<<1, 1>>>).

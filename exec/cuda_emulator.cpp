@@ -4,9 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include "core/diagnostic.h"
@@ -89,24 +87,10 @@ std::string call_wrappers(const ProgramPlan& plan, const CudaProgramText& text) 
 
 using Emulate = int (*)(void (*)(void**, long long), void**, long long, unsigned, unsigned, unsigned);
 
-// Host memory as a CudaDevice. Allocations start as garbage (0xCD), like device memory.
-class HostDevice final : public CudaDevice {
+// The emulated GPU: host memory, and launches run by fpx_emulate.
+class HostDevice final : public HostMemoryDevice {
  public:
   HostDevice(const SharedObject& so, Emulate emulate) : so_(so), emulate_(emulate) {}
-  Buffer alloc(std::size_t bytes, const std::string&) override {
-    buffers_.emplace_back(bytes == 0 ? 1 : bytes, static_cast<unsigned char>(0xCD));
-    return buffers_.size();
-  }
-  void upload(Buffer to, const void* from, std::size_t bytes, const std::string&) override {
-    std::memcpy(at(to), from, bytes);
-  }
-  void download(void* to, Buffer from, std::size_t bytes, const std::string&) override {
-    std::memcpy(to, at(from), bytes);
-  }
-  void fill(Buffer b, int width, std::uint32_t pattern, std::size_t count, const std::string&) override {
-    unsigned char* p = at(b);
-    for (std::size_t i = 0; i < count; ++i) std::memcpy(p + i * static_cast<std::size_t>(width), &pattern, static_cast<std::size_t>(width));
-  }
   void launch(const CudaLaunch& l, const CudaGeometry& g, const std::vector<Buffer>& args,
               const std::string& where) override {
     auto* entry = reinterpret_cast<void (*)(void**, long long)>(so_.symbol(("fpx_call_" + l.kernel).c_str()));
@@ -116,17 +100,10 @@ class HostDevice final : public CudaDevice {
     if (emulate_(entry, ptrs.data(), g.total, g.grid_x, g.grid_y, g.block) != 0)
       throw ExecError(fmt::format("CUDA emulation: could not start {} threads for {}", g.block, where));
   }
-  void start_clock() override { t0_ = std::chrono::steady_clock::now(); }
-  double stop_clock() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  }
 
  private:
-  unsigned char* at(Buffer b) { return buffers_.at(static_cast<std::size_t>(b - 1)).data(); }
   const SharedObject& so_;
   Emulate emulate_;
-  std::vector<std::vector<unsigned char>> buffers_;
-  std::chrono::steady_clock::time_point t0_;
 };
 
 class EmulatedProgram final : public CompiledProgram {

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -22,12 +21,10 @@
 
 #include "core/atomic_file.h"
 #include "core/diagnostic.h"
-#include "core/input_validation.h"
 #include "core/sha256.h"
 #include "exec/cuda_codegen.h"
 #include "exec/cuda_run.h"
 #include "exec/jit.h"
-#include "exec/native_buffers.h"
 #include "exec/program_plan.h"
 
 #if defined(FLASHPROOF_CUDA_ENABLED)

@@ -105,16 +105,6 @@ std::optional<StagedNode> stage_node(const Node& n, int index, const std::vector
   return s;
 }
 
-}  // namespace
-
-std::int64_t StagedNode::cells() const {
-  std::int64_t c = 1;
-  for (std::int64_t e : extent) c = e > 0 && c > std::numeric_limits<std::int64_t>::max() / e ? -1 : c * e;
-  return c;
-}
-
-namespace {
-
 // The nodes staged for scan `scan` when the row loop rows[spread] is spread over the threads (the
 // other rows and the scan's symbol uniform over a block), in node order while they fit.
 std::vector<StagedNode> staged_nodes(const ProgramPlan& plan, int position, const RowKernelPlan& k,
@@ -145,6 +135,12 @@ std::int64_t extent_of(const Stmt& loop) { return loop.to - loop.from + 1; }
 
 }  // namespace
 
+std::int64_t StagedNode::cells() const {
+  std::int64_t c = 1;
+  for (std::int64_t e : extent) c = e > 0 && c > std::numeric_limits<std::int64_t>::max() / e ? -1 : c * e;
+  return c;
+}
+
 std::optional<RowKernelPlan> plan_row_kernel(const ProgramPlan& plan, int position,
                                              const std::vector<const Stmt*>& rows) {
   if (rows.empty()) return std::nullopt;
@@ -172,13 +168,9 @@ std::optional<RowKernelPlan> plan_row_kernel(const ProgramPlan& plan, int positi
     }
   if (!k.scan) return std::nullopt;
 
-  for (RowPrivateNode& r : row_private_nodes(plan, position, rows)) {
-    const Node& n = plan.placed.nodes[static_cast<std::size_t>(r.node)];
-    std::int64_t cells = 1;
-    for (std::size_t a = 0; a < n.dims.size(); ++a)
-      if (std::find(r.axis.begin(), r.axis.end(), a) == r.axis.end()) cells *= n.dims[a];
-    if (cells <= kTileCellLimit) k.tiles.push_back(std::move(r));
-  }
+  for (RowPrivateNode& r : row_private_nodes(plan, position, rows))
+    if (slice_cells(plan.placed.nodes[static_cast<std::size_t>(r.node)], r) <= kTileCellLimit)
+      k.tiles.push_back(std::move(r));
 
   // The spread row: the one leaving the most bytes staged, then the longest (the most threads).
   const BodyReads reads = body_reads(plan, *k.scan);

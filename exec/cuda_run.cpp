@@ -60,17 +60,25 @@ class Run {
   Run(const ProgramPlan& plan, const CudaProgramText& text, const TensorMap& inputs, const std::string& source)
       : plan_(plan), text_(text), source_(source.empty() ? plan.placed.name : source) {
     const auto& nodes = plan_.placed.nodes;
-    bound_.assign(nodes.size(), nullptr);
+    inputs_.resize(nodes.size());
+    bool input_holds_poison = false;
     for (std::size_t i = 0; i < nodes.size(); ++i)
       if (nodes[i].is_input) {
-        bound_[i] = &validated_input(nodes[i], inputs, source);
-        input_holds_poison_ = input_holds_poison_ || holds_float_poison(NativeBuffer::from_tensor(*bound_[i]));
+        inputs_[i] = NativeBuffer::from_tensor(validated_input(nodes[i], inputs, source));
+        input_holds_poison = input_holds_poison || holds_float_poison(inputs_[i]);
       }
+    // Outputs whose first writer overwrites every cell (their initial zeros are never observed).
+    poisoned_.assign(nodes.size(), false);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const Node& n = nodes[i];
+      poisoned_[i] = n.is_output && !n.is_input && !plan_.is_virtual(n.name) &&
+                     (n.prec == Prec::I32 || !input_holds_poison) && plan_.overwritten_first(static_cast<int>(i));
+    }
   }
 
   bool needs_second_run() const {
     for (std::size_t i = 0; i < plan_.placed.nodes.size(); ++i)
-      if (poisoned(i) && plan_.placed.nodes[i].prec == Prec::I32) return true;
+      if (poisoned_[i] && plan_.placed.nodes[i].prec == Prec::I32) return true;
     return false;
   }
 
@@ -84,10 +92,9 @@ class Run {
       if (plan_.is_virtual(n.name) || is_private(i)) continue;
       dev[i] = d.alloc(node_bytes(n), n.name);
       stats.peak_bytes += static_cast<std::int64_t>(node_bytes(n));
-      if (bound_[i]) {
-        NativeBuffer host = NativeBuffer::from_tensor(*bound_[i]);
-        d.upload(dev[i], host.data(), node_bytes(n), "input '" + n.name + "'");
-      } else if (poisoned(i)) {
+      if (n.is_input) {
+        d.upload(dev[i], inputs_[i].data(), node_bytes(n), "input '" + n.name + "'");
+      } else if (poisoned_[i]) {
         const std::uint32_t pattern = n.prec == Prec::I32 ? kPoisonI32[pass] : kPoison32;
         const int w = prec_bytes(n.prec) == 2 ? 2 : 4;
         d.fill(dev[i], w, w == 2 ? kPoison16 : pattern, node_bytes(n) / static_cast<std::size_t>(w),
@@ -116,7 +123,7 @@ class Run {
       if (!n.is_output) continue;
       out.host[i] = NativeBuffer::zeros(n.prec, n.cell_count());
       d.download(out.host[i].data(), dev[i], out.host[i].bytes(), "output '" + n.name + "'");
-      if (poisoned(i) && n.prec != Prec::I32) never_written(i, first_holding(out.host[i], float_poison(n.prec)));
+      if (poisoned_[i] && n.prec != Prec::I32) never_written(i, first_holding(out.host[i], float_poison(n.prec)));
     }
     return out;
   }
@@ -124,7 +131,7 @@ class Run {
   // The i32 outputs' cells that held each run's pattern.
   void check_two_runs(const Outputs& a, const Outputs& b) const {
     for (std::size_t i = 0; i < plan_.placed.nodes.size(); ++i) {
-      if (!poisoned(i) || plan_.placed.nodes[i].prec != Prec::I32) continue;
+      if (!poisoned_[i] || plan_.placed.nodes[i].prec != Prec::I32) continue;
       for (std::int64_t c = 0; c < a.host[i].cells(); ++c)
         if (cell_bits(a.host[i], c) == kPoisonI32[0] && cell_bits(b.host[i], c) == kPoisonI32[1])
           never_written(i, c);
@@ -148,13 +155,6 @@ class Run {
     return std::find(text_.private_nodes.begin(), text_.private_nodes.end(), static_cast<int>(i)) !=
            text_.private_nodes.end();
   }
-  // Outputs whose first writer overwrites every cell (their initial zeros are never observed).
-  bool poisoned(std::size_t i) const {
-    const Node& n = plan_.placed.nodes[i];
-    if (!n.is_output || bound_[i] || plan_.is_virtual(n.name) || !plan_.overwritten_first(static_cast<int>(i)))
-      return false;
-    return n.prec == Prec::I32 || !input_holds_poison_;
-  }
   void never_written(std::size_t i, std::int64_t cell) const {
     const Node& n = plan_.placed.nodes[i];
     FP_INTERNAL_CHECK(cell < 0, "CUDA executor: cell {} of output '{}' was never written (its poison survived the run of {})",
@@ -164,11 +164,36 @@ class Run {
   const ProgramPlan& plan_;
   const CudaProgramText& text_;
   std::string source_;
-  std::vector<const Tensor*> bound_;
-  bool input_holds_poison_ = false;
+  std::vector<NativeBuffer> inputs_;  // per node: the input's cells at its width (empty otherwise)
+  std::vector<bool> poisoned_;        // per node: an output poisoned before the run
 };
 
 }  // namespace
+
+CudaDevice::Buffer HostMemoryDevice::alloc(std::size_t bytes, const std::string&) {
+  buffers_.emplace_back(bytes == 0 ? 1 : bytes, static_cast<unsigned char>(0xCD));
+  return buffers_.size();
+}
+
+void HostMemoryDevice::upload(Buffer to, const void* from, std::size_t bytes, const std::string&) {
+  std::memcpy(at(to), from, bytes);
+}
+
+void HostMemoryDevice::download(void* to, Buffer from, std::size_t bytes, const std::string&) {
+  std::memcpy(to, at(from), bytes);
+}
+
+void HostMemoryDevice::fill(Buffer b, int width, std::uint32_t pattern, std::size_t count, const std::string&) {
+  unsigned char* p = at(b);
+  const auto w = static_cast<std::size_t>(width);
+  for (std::size_t i = 0; i < count; ++i) std::memcpy(p + i * w, &pattern, w);
+}
+
+void HostMemoryDevice::start_clock() { t0_ = std::chrono::steady_clock::now(); }
+
+double HostMemoryDevice::stop_clock() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
 
 TensorMap run_cuda_program(const ProgramPlan& plan, const CudaProgramText& text, const CudaDeviceFactory& make,
                            const TensorMap& inputs, const std::string& source_name, RunStats& stats) {

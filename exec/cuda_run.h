@@ -15,6 +15,7 @@
 //  - every buffer is allocated for the whole run: RunStats::peak_bytes is their sum (the device
 //    memory the run holds), at least the memory report's peak, which counts liveness.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,25 @@ class CudaDevice {
                       const std::string& where) = 0;
   virtual void start_clock() = 0;
   virtual double stop_clock() = 0;  // seconds since start_clock, the device's own measure
+};
+
+// A CudaDevice in host memory, all but its launches (the CUDA emulator's, the tests' scripted
+// devices): allocations start as garbage (0xCD), like device memory; the clock is the host's.
+class HostMemoryDevice : public CudaDevice {
+ public:
+  Buffer alloc(std::size_t bytes, const std::string& node) override;
+  void upload(Buffer to, const void* from, std::size_t bytes, const std::string& what) override;
+  void download(void* to, Buffer from, std::size_t bytes, const std::string& what) override;
+  void fill(Buffer b, int width, std::uint32_t pattern, std::size_t count, const std::string& what) override;
+  void start_clock() override;
+  double stop_clock() override;
+
+ protected:
+  unsigned char* at(Buffer b) { return buffers_.at(static_cast<std::size_t>(b - 1)).data(); }
+
+ private:
+  std::vector<std::vector<unsigned char>> buffers_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 // Makes a fresh device for one run (buffers are freed with it).

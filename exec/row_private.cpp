@@ -2,6 +2,7 @@
 
 #include "exec/row_private.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -67,6 +68,13 @@ bool eligible_kind(const ProgramPlan& plan, const Node& n) {
 }
 
 }  // namespace
+
+std::int64_t slice_cells(const Node& n, const RowPrivateNode& r) {
+  std::int64_t cells = 1;
+  for (std::size_t a = 0; a < n.dims.size(); ++a)
+    if (std::find(r.axis.begin(), r.axis.end(), a) == r.axis.end()) cells *= n.dims[a];
+  return cells;
+}
 
 std::vector<RowPrivateNode> row_private_nodes(const ProgramPlan& plan, int position,
                                               const std::vector<const Stmt*>& rows) {

@@ -16,6 +16,7 @@
 // fold's tiles on the stack (exec/c_codegen.cpp, docs/executors.md).
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "exec/program_plan.h"
@@ -26,6 +27,9 @@ struct RowPrivateNode {
   int node = -1;                 // index in plan.placed.nodes
   std::vector<std::size_t> axis;  // axis[i]: the axis rows[i] indexes
 };
+
+// The cells of one slice of `n` (a row-private node): the product of the dims its rows do not index.
+std::int64_t slice_cells(const Node& n, const RowPrivateNode& r);
 
 // The nodes the lemma above makes private to the iterations of `rows` (a prefix of the perfect
 // loop chain of top-level statement `position`), in node order.

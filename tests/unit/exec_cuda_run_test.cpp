@@ -16,36 +16,19 @@ namespace fp {
 namespace {
 
 // Host memory whose only kernel is `kernel` (called with the argument buffers and the run's index).
-class ScriptedDevice final : public CudaDevice {
+class ScriptedDevice final : public HostMemoryDevice {
  public:
   using Kernel = std::function<void(const std::vector<unsigned char*>&, int run)>;
   ScriptedDevice(Kernel k, int run) : kernel_(std::move(k)), run_(run) {}
-  Buffer alloc(std::size_t bytes, const std::string&) override {
-    mem_.emplace_back(bytes, static_cast<unsigned char>(0xCD));
-    return mem_.size();
-  }
-  void upload(Buffer to, const void* from, std::size_t bytes, const std::string&) override {
-    std::memcpy(mem_[to - 1].data(), from, bytes);
-  }
-  void download(void* to, Buffer from, std::size_t bytes, const std::string&) override {
-    std::memcpy(to, mem_[from - 1].data(), bytes);
-  }
-  void fill(Buffer b, int width, std::uint32_t pattern, std::size_t count, const std::string&) override {
-    for (std::size_t i = 0; i < count; ++i)
-      std::memcpy(mem_[b - 1].data() + i * static_cast<std::size_t>(width), &pattern, static_cast<std::size_t>(width));
-  }
   void launch(const CudaLaunch&, const CudaGeometry&, const std::vector<Buffer>& args, const std::string&) override {
     std::vector<unsigned char*> ptrs;
-    for (Buffer b : args) ptrs.push_back(mem_[b - 1].data());
+    for (Buffer b : args) ptrs.push_back(at(b));
     kernel_(ptrs, run_);
   }
-  void start_clock() override {}
-  double stop_clock() override { return 0; }
 
  private:
   Kernel kernel_;
   int run_;
-  std::vector<std::vector<unsigned char>> mem_;
 };
 
 constexpr const char* kCopy = R"(routine copy {
