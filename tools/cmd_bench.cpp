@@ -214,16 +214,17 @@ void bench_attention(const BenchOptions& o) {
     Routine composed = build_attention(bench_spec(o, seq));
     Routine rewritten = rewrite(composed);
     // The composed form only up to --composed-max-seq (its [seq, seq] buffers grow as seq²).
-    std::vector<const Routine*> forms{&rewritten};
-    std::vector<const char*> names{"rewritten"};
-    if (seq <= o.composed_max_seq) {
-      forms.insert(forms.begin(), &composed);
-      names.insert(names.begin(), "composed");
-    }
+    struct Form {
+      const char* name;
+      const Routine* routine;
+    };
+    std::vector<Form> forms;
+    if (seq <= o.composed_max_seq) forms.push_back({"composed", &composed});
+    forms.push_back({"rewritten", &rewritten});
     std::vector<std::unique_ptr<CompiledProgram>> progs;
     std::vector<CompiledProgram*> timed;
-    for (const Routine* f : forms) {
-      progs.push_back(ex->compile(*f));
+    for (const Form& f : forms) {
+      progs.push_back(ex->compile(*f.routine));
       timed.push_back(progs.back().get());
     }
     TensorMap in = random_inputs(composed, o.seed);
@@ -231,18 +232,18 @@ void bench_attention(const BenchOptions& o) {
     for (std::size_t f = 0; f < forms.size(); ++f) {
       Row r;
       r.seq = seq;
-      r.form = names[f];
+      r.form = forms[f].name;
       r.median_s = times[f].median();
       r.min_s = times[f].min();
       r.gflops = 4.0 * static_cast<double>(seq) * static_cast<double>(seq) * static_cast<double>(o.d) *
                  static_cast<double>(o.heads) / r.median_s / 1e9;
       r.peak_fraction = peak_gflops > 0 ? r.gflops / peak_gflops : 0;
-      const MemoryReport m = memory_report(place(*forms[f], eo.placement).routine);
+      const MemoryReport m = memory_report(place(*forms[f].routine, eo.placement).routine);
       r.report_peak = m.peak_bytes;
       r.square_buffers = m.square_buffers;
       r.measured_peak = times[f].peak_bytes;
       if (seq <= o.interp_max_seq) {
-        CompiledRoutine interp(*forms[f]);
+        CompiledRoutine interp(*forms[f].routine);
         const auto t0 = std::chrono::steady_clock::now();
         interp.run(in);
         r.interp_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
