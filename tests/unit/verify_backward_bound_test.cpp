@@ -16,6 +16,7 @@
 #include <map>
 
 #include "core/interpreter.h"
+#include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "frontend/attention.h"
@@ -65,7 +66,8 @@ std::vector<Family> families() {
        }},
       {"subnormal-products",
        [](TensorMap& in, SplitMix64&, Prec p) { scale_all(in.at("dout"), min_normal(p) * 4, p); }},
-      {"small-integers", [](TensorMap& in, SplitMix64& g, Prec) {
+      {"small-integers",
+       [](TensorMap& in, SplitMix64& g, Prec) {
          for (const char* n : {"q", "k", "v", "dout"})
            for (double& x : in.at(n).data) x = static_cast<double>(g.range(-2, 2));
        }},
@@ -91,12 +93,30 @@ std::pair<Routine, Routine> backward_pair(const BoundSetup& s) {
   return {src, r.routine};
 }
 
+// A whole rewrite (§8.1): the composed step, and the tier's full rewrite of it — the fold forward
+// in blocks of `block` (the two-pass forward when empty) and the fused backward.
+std::pair<Routine, Routine> whole_pair(const BoundSetup& s, const std::string& block) {
+  const Routine src = build_attention(s.spec);
+  Config c;
+  c.set("online_softmax", "true");
+  c.set("online_softmax_backward", "true");
+  if (!block.empty()) c.set("online_softmax_block", block);
+  RewriteResult r = run_tier(src, c);
+  bool fused = false;
+  for (const Application& a : r.applications) fused = fused || a.shape == osm::kFusedBackwardId;
+  EXPECT_TRUE(fused && r.applications.size() >= 2) << s.name;
+  return {src, r.routine};
+}
+
 Routine with_outputs(Routine r, const std::vector<std::string>& names) {
   for (Node& n : r.nodes)
     for (const auto& name : names)
       if (n.name == name) n.is_output = true;
   return r;
 }
+
+// APerturbedForwardIsCarriedThroughTheBound: check_input takes l_err and o_err as 0.
+bool ignore_forward_perturbation = false;
 
 struct Tally {
   int rows = 0, nan_rows = 0, masked_rows = 0, cells = 0, violations = 0;
@@ -106,14 +126,20 @@ struct Tally {
 
 // Every dQ and dK cell of one input: within the bound, or NaN on both sides where the source's
 // row is outside the bound's hypotheses.
+// With `whole`, the target is a whole rewrite (a rewritten forward as well): its l and O differ from
+// the source's, and each row's l_err and o_err are the observed |l_tgt - l| and Σ|dO|·|O_tgt - O|
+// (§8.1; diff uses the forward's certified bounds, which are larger), and dV is checked against its
+// bound too (bitwise otherwise).
 void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, const AttentionSpec& s,
-                 const std::string& where, Tally& tally) {
+                 const std::string& where, Tally& tally, bool whole = false) {
   const TensorMap a = interpret(with_outputs(src, {"exps", "row_sum", "grad_probs", "o", "grad_scores"}), in);
-  const TensorMap b = interpret(tgt, in);
+  const TensorMap b = interpret(whole ? with_outputs(tgt, {"row_sum", "o"}) : tgt, in);
   const Prec p = s.precision;
   const std::int64_t sq = s.sq, sk = s.sk, d = s.d, E = s.e;
   const double c = round_to(p, *s.scale);
   std::vector<BackwardPairBounds> rows(static_cast<std::size_t>(sq));
+  std::vector<BackwardRow> rows_in;
+  std::vector<bool> bounded_row;  // inside the hypotheses (before a masked row's zero terms)
   for (std::int64_t i = 0; i < sq; ++i) {
     BackwardRow row;
     for (std::int64_t t = 0; t < sk; ++t) {
@@ -122,18 +148,30 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
     }
     row.l = a.at("row_sum").data[static_cast<std::size_t>(i)];
     for (std::int64_t e = 0; e < E; ++e) {
-      row.o.push_back(a.at("o").data[static_cast<std::size_t>(i * E + e)]);
-      row.dout.push_back(in.at("dout").data[static_cast<std::size_t>(i * E + e)]);
+      const auto at = static_cast<std::size_t>(i * E + e);
+      row.o.push_back(a.at("o").data[at]);
+      row.dout.push_back(in.at("dout").data[at]);
+      if (whole) row.o_err += std::fabs(row.dout.back()) * std::fabs(b.at("o").data[at] - row.o.back());
     }
+    if (whole) {
+      row.l_err = std::fabs(b.at("row_sum").data[static_cast<std::size_t>(i)] - row.l);
+      // Observed in doubles: one ulp up each covers their rounding (tiny against the bound).
+      row.l_err = std::nextafter(row.l_err, INFINITY);
+      row.o_err = std::nextafter(row.o_err * (1 + 0x1p-50), INFINITY);
+      if (ignore_forward_perturbation) row.l_err = row.o_err = 0;
+    }
+    rows_in.push_back(row);
     BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
     pb = verify::backward_pair_bounds(row, p);
+    bounded_row.push_back(pb.finite);
     ++tally.rows;
     if (!pb.finite) {
       // Outside the bound's hypotheses (a fully masked row under a -inf fill: l is NaN). If every
       // score gradient of the row is exactly 0 in the source (the mask's where), the row adds
       // nothing to the contractions: its terms are 0, so the target must add exactly nothing too.
       bool zero = true;
-      for (std::int64_t t = 0; t < sk; ++t) zero = zero && a.at("grad_scores").data[static_cast<std::size_t>(i * sk + t)] == 0;
+      for (std::int64_t t = 0; t < sk; ++t)
+        zero = zero && a.at("grad_scores").data[static_cast<std::size_t>(i * sk + t)] == 0;
       if (zero) {
         pb.finite = true;
         pb.composed.assign(static_cast<std::size_t>(sk), 0.0);
@@ -144,7 +182,8 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
       }
     }
   }
-  auto check_cell = [&](const char* node, std::int64_t idx, double bound, bool finite, const std::string& cell) {
+  auto check_cell = [&](const char* node, std::int64_t idx, double bound, bool finite,
+                        const std::string& cell) {
     const double x = a.at(node).data[static_cast<std::size_t>(idx)];
     const double y = b.at(node).data[static_cast<std::size_t>(idx)];
     ++tally.cells;
@@ -156,7 +195,8 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
     }
     if (!ok) {
       if (tally.violations++ == 0)
-        tally.first_violation = fmt::format("{} {}: source {:a}, target {:a}, bound {:g}", where, cell, x, y, bound);
+        tally.first_violation =
+            fmt::format("{} {}: source {:a}, target {:a}, bound {:g}", where, cell, x, y, bound);
     }
   };
   // dQ[i, dd] = Σ_t gs[i, t]·k[t, dd] over the keys.
@@ -164,12 +204,14 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
     const BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
     std::vector<double> terms;
     if (pb.finite)
-      for (std::int64_t t = 0; t < sk; ++t) terms.push_back(verify::backward_pair_term(pb, static_cast<std::size_t>(t), c, sk, p));
+      for (std::int64_t t = 0; t < sk; ++t)
+        terms.push_back(verify::backward_pair_term(pb, static_cast<std::size_t>(t), c, sk, p));
     for (std::int64_t dd = 0; dd < d; ++dd) {
       double bound = 0;
       if (pb.finite) {
         std::vector<double> col;
-        for (std::int64_t t = 0; t < sk; ++t) col.push_back(in.at("k").data[static_cast<std::size_t>(t * d + dd)]);
+        for (std::int64_t t = 0; t < sk; ++t)
+          col.push_back(in.at("k").data[static_cast<std::size_t>(t * d + dd)]);
         bound = verify::backward_contraction_bound(terms, col, p);
       }
       check_cell("grad_q", i * d + dd, bound, pb.finite, fmt::format("dQ[{}, {}]", i, dd));
@@ -188,10 +230,34 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
       double bound = 0;
       if (finite) {
         std::vector<double> col;
-        for (std::int64_t i = 0; i < sq; ++i) col.push_back(in.at("q").data[static_cast<std::size_t>(i * d + dd)]);
+        for (std::int64_t i = 0; i < sq; ++i)
+          col.push_back(in.at("q").data[static_cast<std::size_t>(i * d + dd)]);
         bound = verify::backward_contraction_bound(terms, col, p);
       }
       check_cell("grad_k", t * d + dd, bound, finite, fmt::format("dK[{}, {}]", t, dd));
+    }
+  }
+  // dV[t, e] = Σ_i p[i, t]·dO[i, e]: bitwise unless the forward is rewritten too.
+  for (std::int64_t t = 0; t < sk; ++t) {
+    bool finite = true;
+    std::vector<double> coef;
+    for (std::int64_t i = 0; i < sq && whole; ++i) {
+      const BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
+      finite = finite && bounded_row[static_cast<std::size_t>(i)];
+      if (!finite) break;
+      coef.push_back(verify::backward_dv_coefficients(pb, rows_in[static_cast<std::size_t>(i)], sq,
+                                                      p)[static_cast<std::size_t>(t)]);
+    }
+    for (std::int64_t e = 0; e < E; ++e) {
+      double bound = 0;
+      if (whole && finite) {
+        bound = verify::backward_dv_tail(sq, p);
+        for (std::int64_t i = 0; i < sq; ++i)
+          bound += std::fabs(in.at("dout").data[static_cast<std::size_t>(i * E + e)]) *
+                   coef[static_cast<std::size_t>(i)];
+        bound *= 1 + 0x1p-40;  // the doubles' own rounding of this sum of nonnegative terms
+      }
+      check_cell("grad_v", t * E + e, bound, whole && finite, fmt::format("dV[{}, {}]", t, e));
     }
   }
 }
@@ -201,7 +267,7 @@ int rows_wanted() {
   return 1280;
 }
 
-Tally run_setup(const BoundSetup& s, const std::pair<Routine, Routine>& pair, int rows) {
+Tally run_setup(const BoundSetup& s, const std::pair<Routine, Routine>& pair, int rows, bool whole = false) {
   Tally tally;
   const auto fams = families();
   const int inputs = std::max<int>(static_cast<int>(fams.size()), rows / static_cast<int>(s.spec.sq));
@@ -210,7 +276,8 @@ Tally run_setup(const BoundSetup& s, const std::pair<Routine, Routine>& pair, in
     TensorMap in = random_inputs(pair.first, 1000 + static_cast<std::uint64_t>(k));
     SplitMix64 g(77 + static_cast<std::uint64_t>(k));
     f.shape(in, g, s.spec.precision);
-    check_input(pair.first, pair.second, in, s.spec, fmt::format("{} input {} ({})", s.name, k, f.name), tally);
+    check_input(pair.first, pair.second, in, s.spec, fmt::format("{} input {} ({})", s.name, k, f.name),
+                tally, whole);
   }
   return tally;
 }
@@ -235,32 +302,97 @@ TEST(BackwardBound, EveryGradientCellIsWithinTheBound) {
     const Tally t = run_setup(s, pair, rows);
     EXPECT_EQ(t.violations, 0) << t.first_violation;
     EXPECT_GE(t.rows, rows);
-    std::printf("[ bound    ] %s: %d rows (%d fully masked, %d others outside the hypotheses: NaN compared), %d cells, "
-                "%d violations, tightness %.3g at %s\n",
-                s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells, t.violations, t.worst, t.worst_where.c_str());
+    std::printf(
+        "[ bound    ] %s: %d rows (%d fully masked, %d others outside the hypotheses: NaN compared), %d "
+        "cells, "
+        "%d violations, tightness %.3g at %s\n",
+        s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells, t.violations, t.worst,
+        t.worst_where.c_str());
   }
 }
 
-// The same check fails for a fused form that computes something else: D from the wrong row.
-TEST(BackwardBound, APlantedMutantLeavesTheBound) {
-  const BoundSetup s{"f32 none 8x12", train_spec(Prec::F32, "none", 8, 12)};
-  auto pair = backward_pair(s);
-  // Scale the row dot D by 1 + 2^-10 in the target: a perturbation far above rounding.
-  bool planted = false;
-  std::function<StmtP(const StmtP&)> plant = [&](const StmtP& st) -> StmtP {
-    if (!st) return st;
-    auto out = std::make_shared<Stmt>(*st);
-    if (out->kind == StmtKind::Set && out->name.find("rowdot") != std::string::npos && !planted) {
-      out->value = binary(BinOp::Mul, out->value, constant(1 + std::ldexp(1.0, -10), out->value->prec), out->value->prec);
-      planted = true;
-    }
-    for (auto& b : out->body) b = plant(b);
-    return out;
+// §8.1: after the whole rewrite (the two-pass or the fold forward, then the fused backward) every
+// dQ, dK and dV cell is within the bound with the forward's l and O perturbation carried through.
+TEST(BackwardBound, EveryGradientCellOfAWholeRewriteIsWithinTheBound) {
+  const std::vector<std::pair<BoundSetup, std::string>> setups = {
+      {{"f32 none 16x24, fold B=4", train_spec(Prec::F32, "none", 16, 24)}, "4"},
+      {{"f32 causal 16x12, two-pass (fully masked rows)", train_spec(Prec::F32, "causal", 16, 12)}, ""},
+      {{"f32 causal 16x24, fold B=5", train_spec(Prec::F32, "causal", 16, 24)}, "5"},
+      {{"f16 none 16x10, fold B=3", train_spec(Prec::F16, "none", 16, 10)}, "3"},
+      {{"f64 none 16x20, two-pass", train_spec(Prec::F64, "none", 16, 20)}, ""},
+      {{"bf16 padding:3 16x10, fold B=4", train_spec(Prec::BF16, "padding:3", 16, 10)}, "4"},
   };
-  pair.second.body = plant(pair.second.body);
-  ASSERT_TRUE(planted);
-  Tally t = run_setup(s, pair, 64);
-  EXPECT_GT(t.violations, 0);
+  const int rows = std::max(64, rows_wanted() / 2);
+  for (const auto& [s, block] : setups) {
+    SCOPED_TRACE(s.name);
+    const auto pair = whole_pair(s, block);
+    const Tally t = run_setup(s, pair, rows, true);
+    EXPECT_EQ(t.violations, 0) << t.first_violation;
+    std::printf(
+        "[ bound    ] whole rewrite, %s: %d rows (%d fully masked, %d NaN compared), %d cells, %d "
+        "violations, "
+        "tightness %.3g at %s\n",
+        s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells, t.violations, t.worst,
+        t.worst_where.c_str());
+  }
+}
+
+// A forward far less accurate than the fold (l and O scaled by 1 + 2^-12 before the backward reads
+// them) is carried through: every cell stays within the bound with the observed l_err and o_err,
+// and leaves it when they are taken as 0 (so §8.1's terms are what hold it).
+TEST(BackwardBound, APerturbedForwardIsCarriedThroughTheBound) {
+  const BoundSetup s{"f32 none 8x12, fold B=4", train_spec(Prec::F32, "none", 8, 12)};
+  auto pair = whole_pair(s, "4");
+  std::vector<StmtP> body = top_level_statements(pair.second);
+  const auto first_backward = std::find_if(body.begin(), body.end(), [](const StmtP& st) {
+    bool rowdot = false;
+    for_each_stmt(st, [&](const Stmt& x) { rowdot = rowdot || x.name.find("rowdot") != std::string::npos; });
+    return rowdot;
+  });
+  ASSERT_NE(first_backward, body.end());
+  std::vector<StmtP> scale;
+  for (const char* name : {"row_sum", "o"}) {
+    const Node* n = pair.second.find_node(name);
+    std::vector<Index> idx;
+    for (std::size_t a = 0; a < n->dims.size(); ++a) idx.push_back(Index::iter(fmt::format("i{}", a)));
+    StmtP nest = set(name, idx, binary(BinOp::Mul, get(name, idx, n->prec), constant(1 + 0x1p-12, n->prec), n->prec));
+    for (std::size_t a = n->dims.size(); a-- > 0;) nest = for_loop(fmt::format("i{}", a), 0, n->dims[a] - 1, {nest});
+    scale.push_back(nest);
+  }
+  body.insert(first_backward, scale.begin(), scale.end());
+  pair.second.body = seq(body);
+  const Tally carried = run_setup(s, pair, 64, true);
+  EXPECT_EQ(carried.violations, 0) << carried.first_violation;
+  ignore_forward_perturbation = true;
+  const Tally ignored = run_setup(s, pair, 64, true);
+  ignore_forward_perturbation = false;
+  EXPECT_GT(ignored.violations, 0);
+}
+
+// The same check fails for a fused form that computes something else: D scaled by 1 + 2^-10, after
+// the pair and after the whole rewrite.
+TEST(BackwardBound, APlantedMutantLeavesTheBound) {
+  for (const bool whole : {false, true}) {
+    const BoundSetup s{"f32 none 8x12", train_spec(Prec::F32, "none", 8, 12)};
+    auto pair = whole ? whole_pair(s, "4") : backward_pair(s);
+    // Scale the row dot D by 1 + 2^-10 in the target: a perturbation far above rounding.
+    bool planted = false;
+    std::function<StmtP(const StmtP&)> plant = [&](const StmtP& st) -> StmtP {
+      if (!st) return st;
+      auto out = std::make_shared<Stmt>(*st);
+      if (out->kind == StmtKind::Set && out->name.find("rowdot") != std::string::npos && !planted) {
+        out->value = binary(BinOp::Mul, out->value, constant(1 + std::ldexp(1.0, -10), out->value->prec),
+                            out->value->prec);
+        planted = true;
+      }
+      for (auto& b : out->body) b = plant(b);
+      return out;
+    };
+    pair.second.body = plant(pair.second.body);
+    ASSERT_TRUE(planted);
+    Tally t = run_setup(s, pair, 64, whole);
+    EXPECT_GT(t.violations, 0) << (whole ? "whole rewrite" : "pair");
+  }
 }
 
 }  // namespace

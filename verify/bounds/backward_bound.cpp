@@ -41,7 +41,7 @@ void exact_dot(Up& out, const std::vector<double>& x, const std::vector<double>&
   Up t(Up::Bits{bits});
   for (std::size_t i = 0; i < x.size(); ++i) {
     mpfr_set_d(t.raw(), x[i], MPFR_RNDN);
-    mpfr_mul_d(t.raw(), t.raw(), y[i], MPFR_RNDN);  // exact: the precision holds the product
+    mpfr_mul_d(t.raw(), t.raw(), y[i], MPFR_RNDN);       // exact: the precision holds the product
     mpfr_add(out.raw(), out.raw(), t.raw(), MPFR_RNDN);  // exact: the precision spans the sum
   }
 }
@@ -74,6 +74,18 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p) {
     }
   const Up one = up(1), u = up(unit_roundoff(p)), w = up(underflow_error(p));
   const auto N = static_cast<std::int64_t>(n), EE = static_cast<std::int64_t>(E);
+  // |φ| = |l / l_tgt - 1| <= ρ / (1 - ρ), ρ = l_err / l (a target l that may reach 0 has no bound).
+  if (!(row.l_err >= 0) || !(row.o_err >= 0) || !std::isfinite(row.l_err) || !std::isfinite(row.o_err)) {
+    out.finite = false;
+    return out;
+  }
+  const Up rho = up(row.l_err) / up(row.l);
+  if (!rho.below_one()) {
+    out.finite = false;
+    return out;
+  }
+  const Up phi = rho / rho.one_minus_down(), kappa_o = up(row.o_err);
+  out.phi = phi.to_double_up();
   // P*_t = e_t / l, Σ_A = Σ_t P*_t·A_t, N_A = Σ_t A_t.
   std::vector<Up> pstar;
   Up sigma_a = up(0), n_a = up(0);
@@ -96,7 +108,11 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p) {
   mpfr_abs(abs_dx.raw(), dx.raw(), MPFR_RNDU);
   Up wsum = up(0);
   for (std::size_t e = 0; e < E; ++e) wsum = wsum + up_abs(row.dout[e]) * up_abs(row.o[e]);
-  const Up g2 = gamma_up(2, unit_roundoff(p)), g3 = gamma_up(3, unit_roundoff(p)), g4 = gamma_up(4, unit_roundoff(p));
+  // The target's row dot reads O_tgt: |D'_x| <= |D_x| + κ_O, W' <= W + κ_O.
+  abs_dx = abs_dx + kappa_o;
+  wsum = wsum + kappa_o;
+  const Up g2 = gamma_up(2, unit_roundoff(p)), g3 = gamma_up(3, unit_roundoff(p)),
+           g4 = gamma_up(4, unit_roundoff(p));
   const Up gn4 = gamma_up(N + 4, unit_roundoff(p)), gn1 = gamma_up(N - 1, unit_roundoff(p));
   const Up gE = gamma_up(EE, unit_roundoff(p)), gE1 = gamma_up(EE - 1, unit_roundoff(p));
   // U = (1 + γ_{n-1})·ω·((1 + u)·N_A + n).
@@ -112,28 +128,59 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p) {
     const Up A = up_abs(row.dp[t]);
     const Up& P = pstar[t];
     out.composed[t] = (P * (g3 * A + gn4 * sigma_a) + abs_c).to_double_up();
-    const Up r = A + abs_dx + eps_d;  // >= |dP_t - D|
-    // p's rounding, the subtraction's, the product's and a final rounding to p (ds carried wider).
-    out.fused[t] = (P * (g4 * r + kappa + eps_d) + (one + g3) * w * r + (one + u) * w + w).to_double_up();
+    const Up r = A + abs_dx + eps_d;  // >= |dP_t - D| (abs_dx includes κ_O)
+    // p's rounding (against l_tgt: the factor 1 + φ), the subtraction's, the product's and a final
+    // rounding to p (ds carried wider); D' is off D* by κ_D + κ_O + ε'_D.
+    out.fused[t] =
+        (P * ((g4 + phi * (one + g4)) * r + kappa + kappa_o + eps_d) + (one + g3) * w * r + (one + u) * w + w)
+            .to_double_up();
     out.magnitude[t] = (P * (A + sigma_a)).to_double_up();
   }
   return out;
 }
 
-double backward_pair_term(const BackwardPairBounds& pairs, std::size_t t, double scale, std::int64_t terms, Prec p) {
+std::vector<double> backward_dv_coefficients(const BackwardPairBounds& row_bounds, const BackwardRow& row,
+                                             std::int64_t terms, Prec p) {
+  const Up one = up(1), two = up(2), u = up(unit_roundoff(p)), w = up(underflow_error(p));
+  const Up g2 = gamma_up(2, unit_roundoff(p)), gm = gamma_up(terms, unit_roundoff(p)),
+           phi = up(row_bounds.phi);
+  const Up eta = two * (two + u) * w;  // two p's (or two products') underflow terms of two roundings each
+  std::vector<double> out;
+  out.reserve(row.e.size());
+  for (double e : row.e) {
+    const Up P = up(e) / up(row.l);
+    const Up delta = P * (phi * (one + g2) + two * g2) + eta;
+    const Up pi = P * (two + phi) * (one + g2) + eta;
+    out.push_back((delta + g2 * pi + gm * pi * (one + g2)).to_double_up());
+  }
+  return out;
+}
+
+double backward_dv_tail(std::int64_t terms, Prec p) {
+  const Up one = up(1), two = up(2), u = up(unit_roundoff(p)), w = up(underflow_error(p));
+  return (up(static_cast<double>(terms)) * two * (two + u) * w * (one + gamma_up(terms, unit_roundoff(p))) +
+          two * (one + u) * w)
+      .to_double_up();
+}
+
+double backward_pair_term(const BackwardPairBounds& pairs, std::size_t t, double scale, std::int64_t terms,
+                          Prec p) {
   const Up one = up(1), u = up(unit_roundoff(p)), w = up(underflow_error(p)), c = up_abs(scale);
   const Up gm = gamma_up(terms, unit_roundoff(p));
   const Up both = up(pairs.composed[t]) + up(pairs.fused[t]), g = up(pairs.magnitude[t]), two = up(2);
   // |c|(Ec + Ef)(1 + u) + 2u|c|·G + 2ω + γ_m·(|c|(2G + Ec + Ef)(1 + u) + 2ω)
-  return (c * both * (one + u) + two * u * c * g + two * w + gm * (c * (two * g + both) * (one + u) + two * w))
+  return (c * both * (one + u) + two * u * c * g + two * w +
+          gm * (c * (two * g + both) * (one + u) + two * w))
       .to_double_up();
 }
 
-double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand, Prec p) {
+double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand,
+                                  Prec p) {
   const auto m = static_cast<std::int64_t>(pair_terms.size());
   Up sum = up(0);
   for (std::size_t i = 0; i < pair_terms.size(); ++i) sum = sum + up_abs(operand[i]) * up(pair_terms[i]);
-  const Up tail = up(2.0 * static_cast<double>(m)) * up(underflow_error(p)) * (up(1) + gamma_up(m - 1, unit_roundoff(p)));
+  const Up tail =
+      up(2.0 * static_cast<double>(m)) * up(underflow_error(p)) * (up(1) + gamma_up(m - 1, unit_roundoff(p)));
   return (sum + tail).to_double_up();
 }
 

@@ -99,6 +99,90 @@ const Step kSteps[] = {
      R"smt((declare-const u Real) (declare-const w Real) (declare-const Dq Real) (declare-const Dx Real) (declare-const es Real) (declare-const d Real) (declare-const h Real)
 (assert (and (> u 0) (> w 0) (<= (ab d) u) (<= (ab h) w) (<= (ab (- Dq Dx)) es)))
 (assert (> (ab (- (+ (* Dq (+ 1 d)) h) Dx)) (+ (* (+ 1 u) es) (* u (ab Dx)) w))))smt"},
+    {"perturbed.phi",
+     "§8.1: l >= 1, |l_tgt - l| <= δ with ρ = δ / l < 1: φ = l / l_tgt - 1 has |φ| <= ρ / (1 - ρ)",
+     R"smt((declare-const l Real) (declare-const lt Real) (declare-const dl Real) (declare-const rho Real)
+(assert (and (>= l 1) (>= dl 0) (<= (ab (- lt l)) dl) (= (* rho l) dl) (< rho 1)))
+(assert (> (ab (- (/ l lt) 1)) (/ rho (- 1 rho)))))smt"},
+    {"perturbed.identity",
+     "§8.1: with p' = P*(1 + φ)(1 + δ8) + η8, ds' - g* = P*·((1 + φ)(1 + θ4) - 1)(dP - D') + P*(D* - D') + η8(1 + θ3)(dP - D') + η9(1 + δ10) + η10 (a ring identity)",
+     R"smt((declare-const P Real) (declare-const phi Real) (declare-const d7 Real) (declare-const d8 Real) (declare-const d9 Real) (declare-const d10 Real)
+(declare-const h8 Real) (declare-const h9 Real) (declare-const h10 Real) (declare-const dp Real) (declare-const D Real) (declare-const Ds Real)
+(define-fun T4 () Real (- (* (+ 1 phi) (+ 1 d8) (+ 1 d7) (+ 1 d9) (+ 1 d10)) 1))
+(define-fun T3 () Real (- (* (+ 1 d7) (+ 1 d9) (+ 1 d10)) 1))
+(define-fun ds () Real (+ (* (+ (* P (+ 1 phi) (+ 1 d8)) h8) (- dp D) (+ 1 d7) (+ 1 d9) (+ 1 d10)) (* h9 (+ 1 d10)) h10))
+(assert (not (= (- ds (* P (- dp Ds))) (+ (* P T4 (- dp D)) (* P (- Ds D)) (* h8 (- dp D) (+ 1 T3)) (* h9 (+ 1 d10)) h10)))))smt"},
+    {"perturbed.rescaled",
+     "§8.1: |P*·((1 + φ)(1 + θ4) - 1)·(dP - D')| <= P*·(γ_4 + |φ|(1 + γ_4))·r'",
+     R"smt((declare-const g4 Real) (declare-const P Real) (declare-const phi Real) (declare-const T4 Real) (declare-const X Real) (declare-const r Real)
+(assert (and (>= P 0) (<= (ab T4) g4) (<= (ab X) r)))
+(assert (> (ab (* P (- (* (+ 1 phi) (+ 1 T4)) 1) X)) (* P (+ g4 (* (ab phi) (+ 1 g4))) r))))smt"},
+    {"perturbed.row-dot",
+     "§8.1: |D* - D'| <= κ_D + κ_O + ε'_D, and one term of the target's row dot: |dO·O'| <= |dO·O| + |dO|·|O' - O|",
+     R"smt((declare-const Ds Real) (declare-const Dx Real) (declare-const Dxt Real) (declare-const Dt Real) (declare-const K Real) (declare-const KO Real) (declare-const eD Real)
+(declare-const g Real) (declare-const o Real) (declare-const ot Real)
+(assert (and (<= (ab (- Dx Ds)) K) (<= (ab (- Dxt Dx)) KO) (<= (ab (- Dt Dxt)) eD)))
+(assert (or (> (ab (- Ds Dt)) (+ K KO eD)) (> (ab (* g ot)) (+ (ab (* g o)) (* (ab g) (ab (- ot o))))))))smt"},
+    {"perturbed.close",
+     "§8.1: the five parts within Ef'_t = P*((γ_4 + |φ|(1 + γ_4))·r' + κ_D + κ_O + ε'_D) + (1 + γ_3)·ω·r' + (1 + u)·ω + ω",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g3 Real) (declare-const g4 Real) (declare-const f Real) (declare-const P Real) (declare-const r Real) (declare-const K Real) (declare-const KO Real) (declare-const eD Real)
+(declare-const t1 Real) (declare-const t2 Real) (declare-const t3 Real) (declare-const t4 Real) (declare-const t5 Real)
+(assert (and (<= (ab t1) (* P (+ g4 (* f (+ 1 g4))) r)) (<= (ab t2) (* P (+ K KO eD))) (<= (ab t3) (* (+ 1 g3) w r)) (<= (ab t4) (* (+ 1 u) w)) (<= (ab t5) w)))
+(assert (> (ab (+ t1 t2 t3 t4 t5)) (+ (* P (+ (* (+ g4 (* f (+ 1 g4))) r) K KO eD)) (* (+ 1 g3) w r) (* (+ 1 u) w) w))))smt"},
+    {"dv.two-roundings",
+     "§8.1: a value rounded at q then at p (u_q <= u, ω_q <= ω) is x(1 + θ2) + η with |θ2| <= γ_2, |η| <= (2 + u)ω, given γ_2 >= 2u + u²",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const x Real) (declare-const d1 Real) (declare-const d2 Real) (declare-const h1 Real) (declare-const h2 Real)
+(assert (and (> u 0) (> w 0) (<= (ab d1) u) (<= (ab d2) u) (<= (ab h1) w) (<= (ab h2) w) (>= g2 (+ (* 2 u) (* u u)))))
+(assert (or (> (ab (- (* (+ 1 d1) (+ 1 d2)) 1)) g2) (> (ab (+ (* h1 (+ 1 d2)) h2)) (* (+ 2 u) w)))))smt"},
+    {"dv.probs-identity",
+     "§8.1: p = P*(1 + θ) + η, p' = P*(1 + φ)(1 + θ') + η': p' - p = P*(φ(1 + θ') + θ' - θ) + η' - η (a ring identity)",
+     R"smt((declare-const P Real) (declare-const phi Real) (declare-const T Real) (declare-const Tt Real) (declare-const h Real) (declare-const ht Real)
+(assert (not (= (- (+ (* P (+ 1 phi) (+ 1 Tt)) ht) (+ (* P (+ 1 T)) h)) (+ (* P (- (+ (* phi (+ 1 Tt)) Tt) T)) (- ht h))))))smt"},
+    {"dv.probs-factor",
+     "§8.1: |φ(1 + θ') + θ' - θ| <= |φ|(1 + γ_2) + 2γ_2 for |θ|, |θ'| <= γ_2",
+     R"smt((declare-const g2 Real) (declare-const phi Real) (declare-const T Real) (declare-const Tt Real)
+(assert (and (<= (ab T) g2) (<= (ab Tt) g2)))
+(assert (> (ab (- (+ (* phi (+ 1 Tt)) Tt) T)) (+ (* (ab phi) (+ 1 g2)) (* 2 g2)))))smt"},
+    {"dv.probs-close",
+     "§8.1: |p' - p| <= Δ = P*(|φ|(1 + γ_2) + 2γ_2) + 2(2 + u)ω, given the identity and the factor's bound",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const P Real) (declare-const Z Real) (declare-const B Real) (declare-const h Real) (declare-const ht Real)
+(assert (and (> u 0) (> w 0) (>= P 0) (<= (ab Z) B) (<= (ab h) (* (+ 2 u) w)) (<= (ab ht) (* (+ 2 u) w))))
+(assert (> (ab (+ (* P Z) (- ht h))) (+ (* P B) (* 2 (+ 2 u) w)))))smt"},
+    {"dv.probs-magnitude",
+     "§8.1: |P*(1 + φ)(1 + θ') + η'| <= P*(1 + |φ|)(1 + γ_2) + (2 + u)ω (φ = 0: p's own), so |p| + |p'| <= π = P*(2 + |φ|)(1 + γ_2) + 2(2 + u)ω",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const P Real) (declare-const phi Real) (declare-const Tt Real) (declare-const ht Real)
+(assert (and (> u 0) (> w 0) (>= P 0) (<= (ab Tt) g2) (<= (ab ht) (* (+ 2 u) w))))
+(assert (> (ab (+ (* P (+ 1 phi) (+ 1 Tt)) ht)) (+ (* P (+ 1 (ab phi)) (+ 1 g2)) (* (+ 2 u) w)))))smt"},
+    {"dv.term-identity",
+     "§8.1: y = p·g(1 + θ) + η, y' = p'·g(1 + θ') + η': y' - y = (p' - p)·g + p'·g·θ' - p·g·θ + η' - η (a ring identity)",
+     R"smt((declare-const p Real) (declare-const pt Real) (declare-const g Real) (declare-const T Real) (declare-const Tt Real) (declare-const h Real) (declare-const ht Real)
+(assert (not (= (- (+ (* pt g (+ 1 Tt)) ht) (+ (* p g (+ 1 T)) h)) (+ (* (- pt p) g) (* pt g Tt) (- (* p g T)) (- ht h))))))smt"},
+    {"dv.term-parts",
+     "§8.1: |(p' - p)·g| <= |g|·Δ and |p'·g·θ' - p·g·θ| <= γ_2·|g|·π",
+     R"smt((declare-const g2 Real) (declare-const p Real) (declare-const pt Real) (declare-const g Real) (declare-const Dl Real) (declare-const pi Real) (declare-const T Real) (declare-const Tt Real)
+(assert (and (<= (ab T) g2) (<= (ab Tt) g2) (<= (ab (- pt p)) Dl) (<= (+ (ab p) (ab pt)) pi)))
+(assert (or (> (ab (* (- pt p) g)) (* (ab g) Dl)) (> (ab (- (* pt g Tt) (* p g T))) (* g2 (ab g) pi)))))smt"},
+    {"dv.term-magnitude",
+     "§8.1: |p·g(1 + θ) + η| <= |p|·|g|(1 + γ_2) + (2 + u)ω",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const p Real) (declare-const g Real) (declare-const T Real) (declare-const h Real)
+(assert (and (> u 0) (> w 0) (<= (ab T) g2) (<= (ab h) (* (+ 2 u) w))))
+(assert (> (ab (+ (* p g (+ 1 T)) h)) (+ (* (ab p) (ab g) (+ 1 g2)) (* (+ 2 u) w)))))smt"},
+    {"dv.term",
+     "§8.1: |y' - y| <= |g|(Δ + γ_2·π) + 2(2 + u)ω and |y| + |y'| <= |g|·π(1 + γ_2) + 2(2 + u)ω, given the parts",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const p Real) (declare-const pt Real) (declare-const g Real) (declare-const Dl Real) (declare-const pi Real)
+(declare-const t1 Real) (declare-const t2 Real) (declare-const h Real) (declare-const ht Real) (declare-const y Real) (declare-const yt Real)
+(assert (and (> u 0) (> w 0) (>= g2 0) (<= (+ (ab p) (ab pt)) pi) (<= (ab t1) (* (ab g) Dl)) (<= (ab t2) (* g2 (ab g) pi))
+             (<= (ab h) (* (+ 2 u) w)) (<= (ab ht) (* (+ 2 u) w))
+             (<= (ab y) (+ (* (ab p) (ab g) (+ 1 g2)) (* (+ 2 u) w))) (<= (ab yt) (+ (* (ab pt) (ab g) (+ 1 g2)) (* (+ 2 u) w)))))
+(assert (or (> (ab (+ t1 t2 (- ht h))) (+ (* (ab g) (+ Dl (* g2 pi))) (* 2 (+ 2 u) w)))
+            (> (+ (ab y) (ab yt)) (+ (* (ab g) pi (+ 1 g2)) (* 2 (+ 2 u) w))))))smt"},
+    {"dv.close",
+     "§8.1: a term of the dV sum within |g|·a_t + 2(2 + u)ω(1 + γ_m), a_t = Δ + γ_2·π + γ_m·π(1 + γ_2): |y' - y| + γ_m(|y| + |y'|) given dv.term",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const g2 Real) (declare-const gm Real) (declare-const g Real) (declare-const Dl Real) (declare-const pi Real) (declare-const X Real) (declare-const Y Real)
+(assert (and (> u 0) (> w 0) (>= g2 0) (>= gm 0) (>= Dl 0) (>= pi 0)))
+(assert (<= X (+ (* (ab g) (+ Dl (* g2 pi))) (* 2 (+ 2 u) w))))
+(assert (<= Y (+ (* (ab g) pi (+ 1 g2)) (* 2 (+ 2 u) w))))
+(assert (> (+ X (* gm Y)) (+ (* (ab g) (+ Dl (* g2 pi) (* gm pi (+ 1 g2)))) (* 2 (+ 2 u) w (+ 1 gm))))))smt"},
     {"sum.identity",
      "one step of a left-to-right sum of perturbed terms: S' - S*' = E(1 + δ) + y*ρ(1 + δ) + a(1 + δ) + δ(S* + y*) (a ring identity)",
      R"smt((declare-const E Real) (declare-const Ss Real) (declare-const ys Real) (declare-const rho Real) (declare-const a Real) (declare-const d Real)
