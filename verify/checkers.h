@@ -46,6 +46,14 @@ struct Checker {
   std::function<std::optional<DownstreamPlan>(const Routine& src, const Application& app, const Obligation& ob,
                                               double exp_ulp, std::string* why)>
       plan;
+  // Bounded claims whose bound is stated jointly with how other applications perturb what their
+  // own reads (the fused backward's gradients after a rewritten forward, docs/bounds.md §8.1): the
+  // plan given `upstream`. Its checks hold whatever other applications perturb upstream of the
+  // nodes it read through `upstream`; a plan returns nullopt, with `why`, where a perturbation it
+  // cannot carry reaches them. Takes the place of `plan` when set.
+  std::function<std::optional<DownstreamPlan>(const Routine& src, const Application& app, const Obligation& ob,
+                                              const UpstreamOf& upstream, double exp_ulp, std::string* why)>
+      joint_plan;
   // Bounded claims: the relative tolerance of a stand-in comparison, for outputs the claim
   // reaches without a certified bound (never a proof: its violation is unknown, not mismatch).
   std::function<double(const Obligation& ob, double exp_ulp)> stand_in_tolerance;

@@ -10,6 +10,7 @@
 //    perturbed output, gradients): the checker's stand-in relative tolerance, whose violation makes
 //    the verdict unknown, never mismatch.
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "core/ir.h"
 #include "rewrites/tier.h"
 #include "verify/compare.h"
+#include "verify/downstream_bounds.h"
 
 namespace fp::verify {
 
@@ -30,6 +32,13 @@ struct RewriteDiffPlan {
   std::set<std::string> stand_in;                      // outputs compared with the stand-in
   double stand_in_bound = 0;
   std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
+  // The plans' completions (DownstreamPlan::complete): scale nodes computed from the first run.
+  std::vector<std::function<void(TensorMap&, const RunRoutine&)>> completions;
+
+  // Adds every certified check's scale node that the plans compute after the run to `source_outputs`
+  // (the first executor's run of `source`); `run` runs a routine on that executor. Call it before
+  // comparing.
+  void complete(TensorMap& source_outputs, const RunRoutine& run) const;
 
   // How output `node` is compared: its certified check, the stand-in, or bitwise.
   NodeCheck check_for(const std::string& node) const;

@@ -15,6 +15,7 @@
 // `flashproof diff` compares executors' outputs with; both run instrument_source() of the source.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,14 +28,31 @@
 
 namespace fp::verify {
 
+// Runs a routine on the diff's first executor (a plan's completion evaluates its bounds with it).
+using RunRoutine = std::function<TensorMap(const Routine&, const TensorMap&)>;
+
 struct DownstreamPlan {
   std::vector<NodeCheck> checks;         // `l` first, then every downstream node with a bound
   std::vector<DownstreamBound> bounds;   // the downstream checks, for the report (worst_observed 0)
   std::vector<std::string> unbounded;    // downstream nodes perturbed by an unknown amount
   std::vector<std::string> notes;        // why each of them has no bound
+  std::vector<std::string> note_nodes;   // the node each note is about
   std::vector<std::pair<std::size_t, StmtP>> aux;  // Σ|a·b| nests, after a top-level position
   std::vector<Node> absdot_nodes;        // their f64 nodes (outputs)
+  // Checks whose per-cell scale is computed after the source run, from its values (the fused
+  // backward's gradients, verify/fused_backward_diff_plan.h): the nodes that run must also return,
+  // and the step that adds the scale nodes to its outputs.
+  std::vector<std::string> watched;
+  std::function<void(TensorMap& source_outputs, const RunRoutine& run)> complete;
 };
+
+// How the claims of other applications perturb a node (what a joint plan reads): not at all, within
+// a certified check (one claim alone reaching it), or by an unknown amount.
+struct Upstream {
+  enum class Kind : std::uint8_t { None, Certified, Unknown } kind = Kind::None;
+  NodeCheck check;  // Certified: the node's check
+};
+using UpstreamOf = std::function<Upstream(const std::string& node)>;
 
 // `anchor_pos` is the 0-based top-level position of the claim's anchor statement; statements in
 // `matched` (1-based positions of the application) are part of the match and skipped.

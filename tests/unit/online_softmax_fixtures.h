@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -74,7 +75,8 @@ inline AttentionSpec spec_of(const AttentionCase& c) {
 // One training step of batch 1 and 1 head (its cells are row-major [sq, sk], [sq, e], ...) with an
 // explicit scale: the fused backward's bound tests index it directly.
 inline AttentionSpec one_head_training_step(Prec p, const std::string& mask, std::int64_t sq, std::int64_t sk,
-                                            std::int64_t d, std::int64_t e, const std::string& fill = "-inf") {
+                                            std::int64_t d, std::int64_t e,
+                                            const std::string& fill = "-inf") {
   AttentionSpec s;
   s.sq = sq;
   s.sk = sk;
@@ -89,9 +91,9 @@ inline AttentionSpec one_head_training_step(Prec p, const std::string& mask, std
 }
 
 inline std::string case_name(const AttentionCase& c) {
-  return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) +
-         " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) + (c.train ? " train" : "") +
-         (c.dropout > 0 ? " dropout" : "");
+  return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " +
+         std::to_string(c.sk) + " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) +
+         (c.train ? " train" : "") + (c.dropout > 0 ? " dropout" : "");
 }
 
 // A differential case with a block size for shape 4 (0: the two-pass form); 5 queries and 7 keys
@@ -102,8 +104,8 @@ struct BlockedCase : AttentionCase {
     sq = 5;
     sk = 7;
   }
-  BlockedCase(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b, Prec p = Prec::F32,
-              bool tr = false) {
+  BlockedCase(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b,
+              Prec p = Prec::F32, bool tr = false) {
     mask = std::move(m);
     fill = std::move(f);
     sq = q;
@@ -114,7 +116,9 @@ struct BlockedCase : AttentionCase {
   }
 };
 
-inline std::string blocked_case_name(const BlockedCase& c) { return case_name(c) + " B " + std::to_string(c.block); }
+inline std::string blocked_case_name(const BlockedCase& c) {
+  return case_name(c) + " B " + std::to_string(c.block);
+}
 
 // How many applications of `shape` the tier made.
 inline int count_shape(const RewriteResult& r, const std::string& shape) {
@@ -125,7 +129,8 @@ inline int count_shape(const RewriteResult& r, const std::string& shape) {
 
 // Both routines on the same inputs (make_inputs with `seed`), every output of the first within
 // `tol` of it in the second (attention_reference.h close).
-inline void expect_outputs_close(const Routine& composed, const Routine& rewritten, std::uint64_t seed, double tol) {
+inline void expect_outputs_close(const Routine& composed, const Routine& rewritten, std::uint64_t seed,
+                                 double tol) {
   TensorMap in = testref::make_inputs(composed, seed);
   TensorMap want = interpret(composed, in);
   TensorMap got = interpret(rewritten, in);
@@ -153,6 +158,35 @@ inline ::testing::AssertionResult well_formed(const Routine& r) {
   auto d = check_routine(r);
   if (d.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << d[0].where << " " << d[0].message << "\n" << print_routine(r);
+}
+
+// `tgt` (a rewritten training step) with each of `nodes` scaled by `factor` just before the fused
+// backward's first statement (the one computing its row dot): a forward less accurate than its
+// claim, as the backward sees it.
+inline Routine scaled_before_backward(Routine tgt, const std::vector<std::string>& nodes, double factor) {
+  std::vector<StmtP> body = top_level_statements(tgt);
+  const auto backward = std::find_if(body.begin(), body.end(), [](const StmtP& st) {
+    bool rowdot = false;
+    for_each_stmt(st, [&](const Stmt& x) { rowdot = rowdot || x.name.find("rowdot") != std::string::npos; });
+    return rowdot;
+  });
+  EXPECT_NE(backward, body.end());
+  std::vector<StmtP> scale;
+  for (const std::string& name : nodes) {
+    const Node* n = tgt.find_node(name);
+    EXPECT_NE(n, nullptr) << name;
+    if (!n) continue;
+    std::vector<Index> idx;
+    for (std::size_t a = 0; a < n->dims.size(); ++a) idx.push_back(Index::iter("i" + std::to_string(a)));
+    StmtP nest =
+        set(name, idx, binary(BinOp::Mul, get(name, idx, n->prec), constant(factor, n->prec), n->prec));
+    for (std::size_t a = n->dims.size(); a-- > 0;)
+      nest = for_loop("i" + std::to_string(a), 0, n->dims[a] - 1, {nest});
+    scale.push_back(nest);
+  }
+  body.insert(backward, scale.begin(), scale.end());
+  tgt.body = seq(body);
+  return tgt;
 }
 
 }  // namespace fp::ostest

@@ -16,7 +16,6 @@
 #include <map>
 
 #include "core/interpreter.h"
-#include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
 #include "frontend/attention.h"
@@ -343,24 +342,7 @@ TEST(BackwardBound, EveryGradientCellOfAWholeRewriteIsWithinTheBound) {
 TEST(BackwardBound, APerturbedForwardIsCarriedThroughTheBound) {
   const BoundSetup s{"f32 none 8x12, fold B=4", train_spec(Prec::F32, "none", 8, 12)};
   auto pair = whole_pair(s, "4");
-  std::vector<StmtP> body = top_level_statements(pair.second);
-  const auto first_backward = std::find_if(body.begin(), body.end(), [](const StmtP& st) {
-    bool rowdot = false;
-    for_each_stmt(st, [&](const Stmt& x) { rowdot = rowdot || x.name.find("rowdot") != std::string::npos; });
-    return rowdot;
-  });
-  ASSERT_NE(first_backward, body.end());
-  std::vector<StmtP> scale;
-  for (const char* name : {"row_sum", "o"}) {
-    const Node* n = pair.second.find_node(name);
-    std::vector<Index> idx;
-    for (std::size_t a = 0; a < n->dims.size(); ++a) idx.push_back(Index::iter(fmt::format("i{}", a)));
-    StmtP nest = set(name, idx, binary(BinOp::Mul, get(name, idx, n->prec), constant(1 + 0x1p-12, n->prec), n->prec));
-    for (std::size_t a = n->dims.size(); a-- > 0;) nest = for_loop(fmt::format("i{}", a), 0, n->dims[a] - 1, {nest});
-    scale.push_back(nest);
-  }
-  body.insert(first_backward, scale.begin(), scale.end());
-  pair.second.body = seq(body);
+  pair.second = ostest::scaled_before_backward(pair.second, {"row_sum", "o"}, 1 + 0x1p-12);
   const Tally carried = run_setup(s, pair, 64, true);
   EXPECT_EQ(carried.violations, 0) << carried.first_violation;
   ignore_forward_perturbation = true;

@@ -80,6 +80,9 @@ double backward_dv_tail(std::int64_t terms, Prec p);
 // γ_k(u) = k·u / (1 - k·u) rounded up (MPFR); +inf when k·u >= 1.
 double gamma_bound(std::int64_t k, double u);
 
+// The contraction's tail 2m·ω·(1 + γ_{m-1}), rounded up.
+double backward_contraction_tail(std::int64_t terms, Prec p);
+
 // The cell bound Σ_i |x_i|·T_i + 2m·ω·(1 + γ_{m-1}) (T_i from backward_pair_term), rounded up.
 double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand,
                                   Prec p);

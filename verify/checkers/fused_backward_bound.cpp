@@ -25,6 +25,7 @@
 #include "core/random_inputs.h"
 #include "verify/bounds/backward_bound.h"
 #include "verify/bounds/bound_formula.h"
+#include "verify/fused_backward_diff_plan.h"
 #include "verify/fused_backward_identity.h"
 #include "verify/smt/smt.h"
 #include "verify/case_attach.h"
@@ -338,6 +339,7 @@ Checker fused_backward_bound_checker() {
       "form, the bound confirmed on adversarial inputs; otherwise refuted when the pair's f64 shadows differ beyond "
       "1e-8 relative (another function), else unknown";
   c.discharge = certify;
+  c.joint_plan = plan_fused_backward_gradients;
   return c;
 }
 
