@@ -71,7 +71,7 @@ Execution run_rewrite(const std::string& input, const std::string& name) {
     return fail("not-idempotent", again.applications[0].shape,
                 fmt::format("rewriting the tier's output again applies {}", again.applications[0].shape), &res.routine);
 
-  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(original, res);
+  verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(original, res);
   const TensorMap in = case_inputs(c, original);
   // A finding carries the inputs and the `diff --rewrite` command that shows every cell.
   auto with_inputs = [&](Execution e) {

@@ -106,8 +106,6 @@ void run_diff(const DiffOptions& o) {
       rep.claims.push_back(
           fmt::format("none: the tier changed nothing (its gates are off? e.g. {})", every_gate_setting()));
     plan = verify::plan_rewrite_diff(original, res);
-    rep.notes = plan->notes;
-    rep.statements = plan->statements;
   }
   // Both runs share the inputs and the first one's outputs live on while the second runs: the
   // estimates add up. Checked before the inputs or any buffer exist.
@@ -140,7 +138,11 @@ void run_diff(const DiffOptions& o) {
   // per-cell magnitudes (its own outputs unchanged).
   TensorMap out_a = ea->compile(plan ? plan->source : original)->run(in);
   // Certified checks whose per-cell bounds are evaluated from that run (on the same executor).
-  if (plan) plan->complete(out_a, [&](const Routine& r, const TensorMap& inputs) { return ea->compile(r)->run(inputs); });
+  if (plan) {
+    plan->complete(out_a, [&](const Routine& r, const TensorMap& inputs) { return ea->compile(r)->run(inputs); });
+    rep.notes = plan->notes;
+    rep.statements = plan->statements;
+  }
   const TensorMap out_b = eb->compile(second)->run(in);
   bool mismatch = false, outside_stand_in = false;
   for (const Node* n : second.outputs()) {

@@ -82,10 +82,20 @@ void minimize_and_write_case(Verdict& v, const Task& t, const EngineOptions& o, 
   SizeReductionOptions so;
   so.seed = o.limits.seed;
   if (!o.reduce_case_sizes) so.budget = 0;
+  // A tier task whose target is what the tier emits keeps only sizes at which it still is.
+  if (t.reemit && so.budget > 0) {
+    const std::optional<Routine> emitted = t.reemit(t.src);
+    if (emitted && equal(*emitted, t.tgt))
+      so.faithful = [&t](const std::vector<Routine>& c) {
+        const std::optional<Routine> e = t.reemit(c[0]);
+        return e && equal(*e, c[1]);
+      };
+  }
   const SizeReduction red = reduce_sizes(runner, found, {t.src, t.tgt}, so);
-  const std::string effort =
-      fmt::format("{} candidate{}, {} rejected by the checker, {} interpreter runs", red.tried,
-                  red.tried == 1 ? "" : "s", red.rejected_by_checker, red.runs);
+  const std::string effort = fmt::format(
+      "{} candidate{}, {} rejected by the checker, {}{} interpreter runs", red.tried, red.tried == 1 ? "" : "s",
+      red.rejected_by_checker,
+      so.faithful ? fmt::format("{} not what the tier emits at that size, ", red.rejected_unfaithful) : "", red.runs);
   std::optional<MinimizedCase> small = reduced_case(red, checks);
   if (small)
     v.steps.push_back(fmt::format(

@@ -273,8 +273,14 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
   return plan;
 }
 
-void RewriteDiffPlan::complete(TensorMap& source_outputs, const RunRoutine& run) const {
-  for (const auto& c : completions) c(source_outputs, run);
+void RewriteDiffPlan::complete(TensorMap& source_outputs, const RunRoutine& run) {
+  for (const auto& c : completions)
+    for (const Uncertified& u : c(source_outputs, run)) {
+      if (!certified.erase(u.node)) continue;
+      statements.erase(u.node);
+      stand_in.insert(u.node);
+      notes.push_back(fmt::format("{}: {}", u.node, u.why));
+    }
 }
 
 NodeCheck RewriteDiffPlan::check_for(const std::string& node) const {

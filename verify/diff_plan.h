@@ -33,12 +33,13 @@ struct RewriteDiffPlan {
   double stand_in_bound = 0;
   std::vector<std::string> notes;  // why an output reached by a bounded claim has no certified bound
   // The plans' completions (DownstreamPlan::complete): scale nodes computed from the first run.
-  std::vector<std::function<void(TensorMap&, const RunRoutine&)>> completions;
+  std::vector<std::function<std::vector<Uncertified>(TensorMap&, const RunRoutine&)>> completions;
 
   // Adds every certified check's scale node that the plans compute after the run to `source_outputs`
-  // (the first executor's run of `source`); `run` runs a routine on that executor. Call it before
+  // (the first executor's run of `source`); `run` runs a routine on that executor. A check the run
+  // falls outside of (a non-finite input) moves to the stand-in, with a note. Call it before
   // comparing.
-  void complete(TensorMap& source_outputs, const RunRoutine& run) const;
+  void complete(TensorMap& source_outputs, const RunRoutine& run);
 
   // How output `node` is compared: its certified check, the stand-in, or bitwise.
   NodeCheck check_for(const std::string& node) const;

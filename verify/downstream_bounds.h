@@ -30,6 +30,10 @@ namespace fp::verify {
 
 // Runs a routine on the diff's first executor (a plan's completion evaluates its bounds with it).
 using RunRoutine = std::function<TensorMap(const Routine&, const TensorMap&)>;
+// A check a completed plan cannot certify on the run it saw, and why.
+struct Uncertified {
+  std::string node, why;
+};
 
 struct DownstreamPlan {
   std::vector<NodeCheck> checks;         // `l` first, then every downstream node with a bound
@@ -41,9 +45,11 @@ struct DownstreamPlan {
   std::vector<Node> absdot_nodes;        // their f64 nodes (outputs)
   // Checks whose per-cell scale is computed after the source run, from its values (the fused
   // backward's gradients, verify/fused_backward_diff_plan.h): the nodes that run must also return,
-  // and the step that adds the scale nodes to its outputs.
+  // and the step that adds the scale nodes to its outputs. It returns the checks this run falls
+  // outside of (values outside the bound's hypotheses: a non-finite input), each with why: those
+  // outputs have no certified statement on this run.
   std::vector<std::string> watched;
-  std::function<void(TensorMap& source_outputs, const RunRoutine& run)> complete;
+  std::function<std::vector<Uncertified>(TensorMap& source_outputs, const RunRoutine& run)> complete;
 };
 
 // How the claims of other applications perturb a node (what a joint plan reads): not at all, within

@@ -254,10 +254,10 @@ struct GradientPlan {
   std::optional<NodeCheck> l_check, o_check;  // the forward's perturbation of l and O
   std::vector<Contraction> contractions;
 
-  void complete(TensorMap& run_out, const RunRoutine& run) const;
+  std::vector<Uncertified> complete(TensorMap& run_out, const RunRoutine& run) const;
 };
 
-void GradientPlan::complete(TensorMap& run_out, const RunRoutine& run) const {
+std::vector<Uncertified> GradientPlan::complete(TensorMap& run_out, const RunRoutine& run) const {
   const Tensor &E = run_out.at(e), &Lt = run_out.at(l), &DP = run_out.at(dp), &DS = run_out.at(ds),
                &O = run_out.at(o), &DO = run_out.at(dout);
   const std::vector<std::int64_t>& X = layout.pair_dims;
@@ -272,6 +272,7 @@ void GradientPlan::complete(TensorMap& run_out, const RunRoutine& run) const {
   std::map<std::string, Tensor> pair_terms;
   for (const Contraction& c : contractions) pair_terms[c.gradient] = Tensor::zeros(Prec::F64, X);
   const std::int64_t rows = Lt.size();
+  std::int64_t outside = 0;  // rows outside the hypotheses that a mask does not account for
   for (std::int64_t r = 0; r < rows; ++r) {
     // The row's offsets in the pair and the O layouts (the l layout is the pair's less the key).
     std::int64_t rest = r, xo = 0, oo = 0;
@@ -301,6 +302,7 @@ void GradientPlan::complete(TensorMap& run_out, const RunRoutine& run) const {
     }
     row.o_err = std::nextafter(o_err * (1 + static_cast<double>(width + 2) * 0x1p-52), INFINITY);
     const BackwardPairBounds pb = backward_pair_bounds(row, prec);
+    outside += !pb.finite && !all_zero;
     for (const Contraction& c : contractions) {
       Tensor& out = pair_terms.at(c.gradient);
       std::vector<double> dv;
@@ -320,6 +322,17 @@ void GradientPlan::complete(TensorMap& run_out, const RunRoutine& run) const {
       }
     }
   }
+  // A row with non-finite values (a non-finite input, an overflow) is outside every statement of
+  // §8: the composed and the fused forms need not even agree on where NaN appears there.
+  if (outside > 0) {
+    std::vector<Uncertified> out;
+    for (const Contraction& c : contractions)
+      out.push_back(Uncertified{
+          c.gradient, fmt::format("{} of {} query rows hold non-finite values, outside the hypotheses of its bound "
+                                  "(docs/bounds.md §8): no certified statement on these inputs",
+                                  outside, rows)});
+    return out;
+  }
   for (const Contraction& c : contractions) {
     TensorMap in{{kPairPrefix + c.gradient, pair_terms.at(c.gradient)}, {c.operand, run_out.at(c.operand)}};
     Tensor bound = run(c.routine, in).at(kBoundPrefix + c.gradient);
@@ -338,6 +351,7 @@ void GradientPlan::complete(TensorMap& run_out, const RunRoutine& run) const {
     }
     run_out[kBoundPrefix + c.gradient] = std::move(bound);
   }
+  return {};
 }
 
 NodeCheck bound_check(const Routine& src, const std::string& gradient) {
@@ -405,7 +419,7 @@ std::optional<DownstreamPlan> plan(const Routine& src, const Application& app, c
   }
   for (const std::string& n : {g.e, g.l, g.dp, g.ds, g.o, g.dout}) out.watched.push_back(n);
   auto shared = std::make_shared<const GradientPlan>(std::move(g));
-  out.complete = [shared](TensorMap& run_out, const RunRoutine& run) { shared->complete(run_out, run); };
+  out.complete = [shared](TensorMap& run_out, const RunRoutine& run) { return shared->complete(run_out, run); };
   return out;
 }
 

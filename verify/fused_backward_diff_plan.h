@@ -19,8 +19,11 @@
 // subnormal units for the f64 evaluation, plus the contraction's tail. A row outside the bound's
 // hypotheses bounds nothing (its cells must be equal or NaN on both sides), except a row whose
 // score gradients are all exactly 0 in the source (fully masked: the same where gives 0 on both
-// sides), which contributes nothing. dQ (with dV, when l is perturbed) belongs to `backward-dq`'s
-// plan, dK to `backward-dk`'s.
+// sides), which contributes nothing. A row with non-finite values no mask accounts for (a non-finite
+// input, an overflow) is outside every statement of §8 — the two forms need not even agree on where
+// NaN appears — and then the plan certifies nothing on that run: its outputs move to the stand-in,
+// with a note. dQ (with dV, when l is perturbed) belongs to `backward-dq`'s plan, dK to
+// `backward-dk`'s.
 
 #include <optional>
 #include <string>

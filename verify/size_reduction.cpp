@@ -317,6 +317,10 @@ SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::ve
           ++res.rejected_by_checker;
           continue;
         }
+        if (o.faithful && !o.faithful(comp)) {
+          ++res.rejected_unfaithful;
+          continue;
+        }
         PairRunner small(std::move(s), std::move(t), runner.checks());
         std::optional<Found> f =
             still_fails(small, res.found.inputs, std::min(o.search_trials, o.budget - res.runs - 2), o.seed);

@@ -18,8 +18,10 @@
 // its extents substituted, and only the checker and a re-run say whether it still shows the bug.
 //
 // reduce_sizes keeps a substitution only when (1) both resized routines, and every companion
-// (e.g. the pair as the case writes it), pass the well-formedness checker (core/checker.h) — a
-// rejected candidate is counted, never run — and (2) the resized pair still fails its checks:
+// (e.g. the pair as the case writes it), pass the well-formedness checker (core/checker.h), and the
+// companions are faithful when the options say how to tell (the tier emits exactly the resized
+// target for the resized source) — a rejected candidate is counted, never run — and (2) the
+// resized pair still fails its checks:
 // first on the failing inputs cropped to the new dims (the leading cells of each axis, then the
 // trailing ones), else on a short search_counterexample at the new size. Extents are tried
 // largest first, each with the candidates 1, 2, 3, 4, V/8, V/4, V/2 (smallest first, the first
@@ -32,6 +34,7 @@
 // violation of it at the reduced size is a violation of the tighter bound too.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,11 @@ struct SizeReductionOptions {
   int budget = 600;        // interpreter runs (pairs), crops and searches together
   int search_trials = 40;  // search_counterexample trials per candidate whose crops pass
   std::uint64_t seed = 1;  // the search's seed
+  // When set, a candidate is kept only if its resized companions are faithful (for a tier task: the
+  // resized target is exactly what the tier emits for the resized source, verify/task.h's reemit),
+  // so a written case is an instance of the rewrite, not a substitution the tier would never make
+  // (a block fold's target hard-codes its block count and tail).
+  std::function<bool(const std::vector<Routine>& companions)> faithful;
 };
 
 struct SizeReduction {
@@ -58,6 +66,7 @@ struct SizeReduction {
   std::vector<ExtentReduction> extents;
   int runs = 0;                 // interpreter runs spent
   int rejected_by_checker = 0;  // candidates whose resized routines were not well formed
+  int rejected_unfaithful = 0;  // candidates the tier would not emit (SizeReductionOptions::faithful)
   int tried = 0;                // candidates tried (each a substitution of one extent)
 
   bool reduced() const { return !extents.empty(); }

@@ -100,42 +100,55 @@ std::optional<double> parse_claim(const std::string& claim) {
       fmt::format("--claim expects 'exact' or 'bounded:REL' with REL a positive number, found '{}'", claim));
 }
 
+namespace {
+
+// The member of `app` alone on `src`, in `app`'s round, with only `app`'s shape enabled.
+MemberOutput apply_alone(const Routine& src, const Config& config, const Application& app) {
+  const Member* m = find_member(app.member);
+  FP_INTERNAL_CHECK(m != nullptr, "application of unknown member {}", app.member);
+  MemberContext ctx;
+  ctx.config = &config;
+  ctx.round = app.round;
+  const std::string shape = app.shape;
+  ctx.shape_enabled = [shape](const std::string& id) { return id == shape; };
+  return m->apply(src, ctx);
+}
+
+// `app` isolated in `out` (the member alone on `src`): the source with only its statements rewritten,
+// so that each pair differs by one application (the others are their own obligations) and a bounded
+// change in one layer does not reach another layer's obligation through the data. nullopt when `out`
+// does not make `app`.
+std::optional<Routine> isolated_target(const Routine& src, const MemberOutput& out, const Application& app) {
+  const Application* made = nullptr;
+  for (const auto& a : out.applications)
+    if (same_application(a, app)) made = &a;
+  if (!made) return std::nullopt;
+  std::vector<const Application*> siblings;
+  for (const auto& a : out.applications)
+    if (a.shape == app.shape) siblings.push_back(&a);
+  if (auto iso = isolate(src, out.routine, siblings, *made)) return iso;
+  return out.routine;
+}
+
+}  // namespace
+
 TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options,
                      const std::string& file, const std::string& repro_base) {
   TierTasks tt;
   tt.result = run_tier(r, config, options);
-  std::map<std::pair<int, std::string>, Routine> targets;
+  std::map<std::pair<int, std::string>, MemberOutput> outputs;
   int k = 0;
   for (const Application& app : tt.result.applications) {
     ++k;
     const Routine& src = tt.result.round_input(r, app.round, app.member);
     auto key = std::make_pair(app.round, app.shape);
-    if (!targets.count(key)) {
-      const Member* m = find_member(app.member);
-      FP_INTERNAL_CHECK(m != nullptr, "application of unknown member {}", app.member);
-      MemberContext ctx;
-      ctx.config = &config;
-      ctx.round = app.round;
-      const std::string shape = app.shape;
-      ctx.shape_enabled = [shape](const std::string& id) { return id == shape; };
-      MemberOutput out = m->apply(src, ctx);
-      bool found = false;
-      for (const auto& a : out.applications) found = found || same_application(a, app);
-      FP_INTERNAL_CHECK(found,
-                        "re-running {} alone in round {} does not reproduce the application at statement {}",
-                        app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
-      targets.emplace(key, std::move(out.routine));
-    }
-    // Isolate this application: the source with only its statements rewritten, so that each pair
-    // differs by one application (the others are their own obligations) and a bounded change in
-    // one layer does not reach another layer's obligation through the data.
-    Routine tgt = targets.at(key);
-    {
-      std::vector<const Application*> siblings;
-      for (const auto& a : tt.result.applications)
-        if (a.round == app.round && a.shape == app.shape) siblings.push_back(&a);
-      if (auto iso = isolate(src, tgt, siblings, app)) tgt = std::move(*iso);
-    }
+    if (!outputs.count(key)) outputs.emplace(key, apply_alone(src, config, app));
+    std::optional<Routine> tgt = isolated_target(src, outputs.at(key), app);
+    FP_INTERNAL_CHECK(tgt.has_value(),
+                      "re-running {} alone in round {} does not reproduce the application at statement {}",
+                      app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
+    // What the tier emits for this source at other extents (size reduction keeps a case faithful).
+    auto reemit = [config, app](const Routine& s) { return isolated_target(s, apply_alone(s, config, app), app); };
     for (const Obligation& ob : app.obligations) {
       Task t;
       t.id = fmt::format("{}.{}", k, ob.claim);
@@ -144,9 +157,10 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
       t.app = app;
       t.obligation = ob;
       t.src = src;
-      t.tgt = tgt;
+      t.tgt = *tgt;
       t.file = file;
       t.repro = repro_base + " --obligation " + t.id;
+      t.reemit = reemit;
       tt.tasks.push_back(std::move(t));
     }
   }

@@ -9,6 +9,7 @@
 // equivalence, so it composes with the other shapes' rewrites; a bounded claim is certified on the
 // pair it is about.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ struct Task {
   bool hand_pair = false;
   std::string file;
   std::string repro;
+  // Tier tasks: the isolated target the tier emits for `s` (this task's source with its extents
+  // substituted, verify/size_reduction.h), or nullopt when the member does not make this application
+  // there. Empty for hand-written pairs. Only meaningful while tgt is what it emits for src (a
+  // planted mutant replaces tgt, and the case writer then checks nothing against it).
+  std::function<std::optional<Routine>(const Routine& s)> reemit;
 };
 
 // The tier's applications on `r`, one task per obligation, in application order. `repro_base`
