@@ -12,6 +12,7 @@
 #include "frontend/attention.h"
 #include "core/checker.h"
 #include "core/npy.h"
+#include "core/random_inputs.h"
 #include "core/text_parser.h"
 #include "verify/engine.h"
 #include "rewrites/online_softmax/mutants.h"
@@ -281,6 +282,60 @@ TEST(VerifySizeReduction, DISABLED_MutantSurvey) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace fp::verify
+
+namespace fp::verify {
+namespace {
+
+// A block fold's target hard-codes its block count and tail (6 keys in blocks of 4: one full
+// block and a tail of 2). Substituting the key extent in both routines gives pairs the tier never
+// emits; with the task's reemit as the faithfulness test, every size kept is one at which the tier
+// emits exactly the resized target for the resized source (a written case is an instance of the
+// rewrite). The pair fails a bitwise check (the fold reassociates the sum), so it shrinks if it can.
+TEST(VerifySizeReduction, AFoldCaseShrinksOnlyToSizesTheTierEmits) {
+  AttentionSpec s;
+  s.sq = 5;
+  s.sk = 6;
+  s.d = 3;
+  s.e = 2;
+  Config cfg;
+  cfg.set("online_softmax", "true");
+  cfg.set("online_softmax_block", "4");
+  const std::vector<Task> tasks =
+      tier_tasks(build_attention(s), cfg, {}, "attention.fp", "flashproof verify attention.fp").tasks;
+  const Task* fold = nullptr;
+  for (const Task& t : tasks)
+    if (t.obligation.claim == "fold-output") fold = &t;
+  ASSERT_NE(fold, nullptr);
+  ASSERT_TRUE(fold->reemit);
+  const std::optional<Routine> again = fold->reemit(fold->src);
+  ASSERT_TRUE(again && equal(*again, fold->tgt)) << "reemit reproduces the task's own target";
+  PairRunner runner(fold->src, fold->tgt, claim_checks({"o"}, std::nullopt));
+  std::optional<Found> found;
+  for (std::uint64_t seed = 1; seed < 200 && !found; ++seed) {
+    TensorMap in = random_inputs(fold->src, seed);
+    if (auto m = runner.run(in)) found = Found{in, *m, "unit", 0};
+  }
+  ASSERT_TRUE(found.has_value()) << "the fold never differs bitwise from the composed sum";
+  auto faithful = [&](const std::vector<Routine>& c) {
+    const std::optional<Routine> e = fold->reemit(c[0]);
+    return e && equal(*e, c[1]);
+  };
+  SizeReductionOptions free_options;
+  const SizeReduction unchecked = reduce_sizes(runner, *found, {fold->src, fold->tgt}, free_options);
+  SizeReductionOptions faithful_options;
+  faithful_options.faithful = faithful;
+  const SizeReduction red = reduce_sizes(runner, *found, {fold->src, fold->tgt}, faithful_options);
+  EXPECT_GT(red.rejected_unfaithful, 0);
+  EXPECT_TRUE(faithful(red.companions)) << red.text();
+  // Without the test the reduction keeps a substitution the tier would not emit (what the check is
+  // for); with it, it keeps none of those.
+  EXPECT_FALSE(faithful(unchecked.companions)) << unchecked.text();
+  std::printf("[ sizes    ] unchecked: %s; faithful: %s (%d rejected as not what the tier emits)\n",
+              unchecked.text().c_str(), red.reduced() ? red.text().c_str() : "not reduced", red.rejected_unfaithful);
 }
 
 }  // namespace
