@@ -281,6 +281,21 @@ Tally run_setup(const BoundSetup& s, const std::pair<Routine, Routine>& pair, in
   return tally;
 }
 
+// Every cell of `pair` on about `rows` query rows of the families: no violation; prints the tally.
+Tally expect_within_the_bound(const BoundSetup& s, const std::pair<Routine, Routine>& pair, int rows,
+                              bool whole) {
+  SCOPED_TRACE(s.name);
+  const Tally t = run_setup(s, pair, rows, whole);
+  EXPECT_EQ(t.violations, 0) << t.first_violation;
+  std::printf(
+      "[ bound    ] %s%s: %d rows (%d fully masked, %d others outside the hypotheses: NaN compared), %d "
+      "cells, "
+      "%d violations, tightness %.3g at %s\n",
+      whole ? "whole rewrite, " : "", s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells,
+      t.violations, t.worst, t.worst_where.c_str());
+  return t;
+}
+
 AttentionSpec train_spec(Prec p, const std::string& mask, std::int64_t sq, std::int64_t sk) {
   return ostest::one_head_training_step(p, mask, sq, sk, 8, 12);
 }
@@ -296,17 +311,8 @@ TEST(BackwardBound, EveryGradientCellIsWithinTheBound) {
   };
   const int rows = rows_wanted();
   for (const BoundSetup& s : setups) {
-    SCOPED_TRACE(s.name);
-    const auto pair = backward_pair(s);
-    const Tally t = run_setup(s, pair, rows);
-    EXPECT_EQ(t.violations, 0) << t.first_violation;
+    const Tally t = expect_within_the_bound(s, backward_pair(s), rows, false);
     EXPECT_GE(t.rows, rows);
-    std::printf(
-        "[ bound    ] %s: %d rows (%d fully masked, %d others outside the hypotheses: NaN compared), %d "
-        "cells, "
-        "%d violations, tightness %.3g at %s\n",
-        s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells, t.violations, t.worst,
-        t.worst_where.c_str());
   }
 }
 
@@ -322,18 +328,7 @@ TEST(BackwardBound, EveryGradientCellOfAWholeRewriteIsWithinTheBound) {
       {{"bf16 padding:3 16x10, fold B=4", train_spec(Prec::BF16, "padding:3", 16, 10)}, "4"},
   };
   const int rows = std::max(64, rows_wanted() / 2);
-  for (const auto& [s, block] : setups) {
-    SCOPED_TRACE(s.name);
-    const auto pair = whole_pair(s, block);
-    const Tally t = run_setup(s, pair, rows, true);
-    EXPECT_EQ(t.violations, 0) << t.first_violation;
-    std::printf(
-        "[ bound    ] whole rewrite, %s: %d rows (%d fully masked, %d NaN compared), %d cells, %d "
-        "violations, "
-        "tightness %.3g at %s\n",
-        s.name.c_str(), t.rows, t.masked_rows, t.nan_rows, t.cells, t.violations, t.worst,
-        t.worst_where.c_str());
-  }
+  for (const auto& [s, block] : setups) expect_within_the_bound(s, whole_pair(s, block), rows, true);
 }
 
 // A forward far less accurate than the fold (l and O scaled by 1 + 2^-12 before the backward reads
