@@ -106,17 +106,15 @@ void add_absdot(DownstreamPlan& plan, const Node& out, std::size_t pos, const St
     return m;
   };
   ExprP mag = binary(BinOp::Mul, factor(prod.args[0]), factor(prod.args[1]), Prec::F64);
-  StmtP nest =
-      set(absdot, st.indices, binary(BinOp::Add, get(absdot, st.indices, Prec::F64), mag, Prec::F64));
+  StmtP nest = set(absdot, st.indices, binary(BinOp::Add, get(absdot, st.indices, Prec::F64), mag, Prec::F64));
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) nest = for_loop(it->sym, it->from, it->to, {nest});
   plan.aux.emplace_back(pos, nest);
 }
 
 }  // namespace
 
-std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::size_t pos, double rel,
-                                                    double abs, std::string* why, const std::string& weight,
-                                                    double kappa) {
+std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::size_t pos, double rel, double abs,
+                                                    std::string* why, const std::string& weight, double kappa) {
   const std::vector<StmtP> S = top_level_statements(src);
   auto fail = [&](std::string w) -> std::optional<DownstreamPlan> {
     if (why) *why = std::move(w);
@@ -163,8 +161,7 @@ DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& match
   std::vector<std::string>& notes = plan.notes;
   const std::vector<StmtP> S = top_level_statements(src);
   for (std::size_t pos = anchor_pos + 1; pos < S.size(); ++pos) {
-    bool part_of_match =
-        std::find(matched.begin(), matched.end(), static_cast<int>(pos + 1)) != matched.end();
+    bool part_of_match = std::find(matched.begin(), matched.end(), static_cast<int>(pos + 1)) != matched.end();
     if (part_of_match) continue;
     std::set<std::string> reads, writes;
     for_each_stmt(S[pos], [&](const Stmt& st) {
@@ -295,7 +292,7 @@ std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Appl
     return fail(fmt::format("{} is not a bounded claim with bound terms", ob.claim));
   const BoundTerms& bt = *ob.bound;
   const NormalizerBound nb = bt.block > 0 ? fold_bound(bt.storage, bt.state, bt.terms, bt.block, exp_ulp)
-                                          : normalizer_bound(bt.storage, bt.state, bt.terms, exp_ulp);
+                                         : normalizer_bound(bt.storage, bt.state, bt.terms, exp_ulp);
   if (!nb.defined) return fail("no certified bound: " + nb.undefined_reason);
   if (app.statements.empty()) return fail("the application names no anchor statement");
   const auto anchor_pos = static_cast<std::size_t>(app.statements[0] - 1);

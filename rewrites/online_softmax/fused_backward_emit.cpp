@@ -240,6 +240,7 @@ class Emitter {
     return dsr;
   }
 
+
   // The recomputed nodes in computation order (S, the chain up to x, n, e, P) when each reads only
   // the one before it and all are at x's precision: the blocked form computes them in place, one
   // tile cell per pair.
@@ -471,17 +472,14 @@ class Emitter {
   // last cell if it can only rise): a causal mask's fully masked blocks then skip the block's score
   // and dp contractions. The where still runs and selects the fill (or 0) as before, from whatever
   // the tile holds: every value is the same, bit for bit.
-  void skip_masked_steps(std::vector<StmtP>& st, std::size_t dp_from, const std::string& j,
-                         std::int64_t count, const ExprP& score_cell, const ExprP& ds_cell) {
-    auto value_of = [](const StmtP& s) -> const ExprP& {
-      return s->body.at(0)->value;
-    };  // over(count, {set})
+  void skip_masked_steps(std::vector<StmtP>& st, std::size_t dp_from, const std::string& j, std::int64_t count,
+                         const ExprP& score_cell, const ExprP& ds_cell) {
+    auto value_of = [](const StmtP& s) -> const ExprP& { return s->body.at(0)->value; };  // over(count, {set})
     std::optional<std::size_t> where_at;
     ExprP pred;
     for (std::size_t i = 2; i < dp_from && !where_at; ++i) {
       const ExprP& v = value_of(st[i]);
-      if (v && v->kind == ExprKind::Ternary && v->ternop() == TernOp::Where &&
-          equal(v->args[1], score_cell)) {
+      if (v && v->kind == ExprKind::Ternary && v->ternop() == TernOp::Where && equal(v->args[1], score_cell)) {
         where_at = i;
         pred = v->args[0];
       }
@@ -489,8 +487,7 @@ class Emitter {
     if (!where_at) return;
     const int dir = direction(pred, j);
     if (dir == 2) return;
-    const ExprP live =
-        transplant(pred, {{j, Index::fixed(dir > 0 ? count - 1 : 0)}}, [](const Expr&) { return nullptr; });
+    const ExprP live = transplant(pred, {{j, Index::fixed(dir > 0 ? count - 1 : 0)}}, [](const Expr&) { return nullptr; });
     std::optional<std::size_t> mask_link;
     if (ds_cell)
       for (std::size_t i = dp_from + 3; i < st.size() && !mask_link; ++i) {
@@ -498,19 +495,16 @@ class Emitter {
         if (!v) continue;
         bool found = false;
         for_each_expr(v, [&](const Expr& e) {
-          found = found ||
-                  (e.kind == ExprKind::Ternary && e.ternop() == TernOp::Where && equal(e.args[0], pred) &&
-                   equal(e.args[1], ds_cell) && e.args[2]->kind == ExprKind::Const && e.args[2]->value == 0);
+          found = found || (e.kind == ExprKind::Ternary && e.ternop() == TernOp::Where && equal(e.args[0], pred) &&
+                            equal(e.args[1], ds_cell) && e.args[2]->kind == ExprKind::Const && e.args[2]->value == 0);
         });
         if (found) mask_link = i;
       }
     skips_ = true;
     std::vector<StmtP> out;
-    out.push_back(
-        if_(live, std::vector<StmtP>(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(*where_at))));
+    out.push_back(if_(live, std::vector<StmtP>(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(*where_at))));
     const std::size_t dp_end = mask_link ? *mask_link : dp_from;
-    out.insert(out.end(), st.begin() + static_cast<std::ptrdiff_t>(*where_at),
-               st.begin() + static_cast<std::ptrdiff_t>(dp_from));
+    out.insert(out.end(), st.begin() + static_cast<std::ptrdiff_t>(*where_at), st.begin() + static_cast<std::ptrdiff_t>(dp_from));
     if (mask_link)
       out.push_back(if_(live, std::vector<StmtP>(st.begin() + static_cast<std::ptrdiff_t>(dp_from),
                                                  st.begin() + static_cast<std::ptrdiff_t>(dp_end))));
@@ -553,10 +547,10 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
     app.statements.push_back(p + 1);
     app.lines.push_back(view.source_line(p));
   }
-  app.matched = {{"x", bm.nz.x},   {"p", bm.p},    {"o", bm.o},    {"v", bm.v},
-                 {"dO", bm.dout},  {"dP", bm.dp},  {"dS", bm.ds},  {"q", bm.q_node},
-                 {"k", bm.k_node}, {"dQ", bm.dq},  {"dK", bm.dk},  {"dV", bm.dv},
-                 {"m", bm.nz.m},   {"e", bm.nz.e}, {"l", bm.nz.l}, {"ng", bm.ng}};
+  app.matched = {{"x", bm.nz.x},   {"p", bm.p},   {"o", bm.o},   {"v", bm.v},
+                 {"dO", bm.dout},  {"dP", bm.dp}, {"dS", bm.ds}, {"q", bm.q_node},
+                 {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv},
+                 {"m", bm.nz.m},   {"e", bm.nz.e},  {"l", bm.nz.l},  {"ng", bm.ng}};
   app.anchor_run = static_cast<int>(em.stmts.size());
   app.emitted = fmt::format(
       "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: "

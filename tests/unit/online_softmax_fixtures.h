@@ -75,8 +75,7 @@ inline AttentionSpec spec_of(const AttentionCase& c) {
 // One training step of batch 1 and 1 head (its cells are row-major [sq, sk], [sq, e], ...) with an
 // explicit scale: the fused backward's bound tests index it directly.
 inline AttentionSpec one_head_training_step(Prec p, const std::string& mask, std::int64_t sq, std::int64_t sk,
-                                            std::int64_t d, std::int64_t e,
-                                            const std::string& fill = "-inf") {
+                                            std::int64_t d, std::int64_t e, const std::string& fill = "-inf") {
   AttentionSpec s;
   s.sq = sq;
   s.sk = sk;
@@ -91,9 +90,9 @@ inline AttentionSpec one_head_training_step(Prec p, const std::string& mask, std
 }
 
 inline std::string case_name(const AttentionCase& c) {
-  return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " +
-         std::to_string(c.sk) + " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) +
-         (c.train ? " train" : "") + (c.dropout > 0 ? " dropout" : "");
+  return "mask " + c.mask + " fill " + c.fill + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) +
+         " layers " + std::to_string(c.layers) + " " + prec_name(c.prec) + (c.train ? " train" : "") +
+         (c.dropout > 0 ? " dropout" : "");
 }
 
 // A differential case with a block size for shape 4 (0: the two-pass form); 5 queries and 7 keys
@@ -104,8 +103,8 @@ struct BlockedCase : AttentionCase {
     sq = 5;
     sk = 7;
   }
-  BlockedCase(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b,
-              Prec p = Prec::F32, bool tr = false) {
+  BlockedCase(std::string m, std::string f, std::int64_t q, std::int64_t k, std::int64_t b, Prec p = Prec::F32,
+              bool tr = false) {
     mask = std::move(m);
     fill = std::move(f);
     sq = q;
@@ -116,9 +115,7 @@ struct BlockedCase : AttentionCase {
   }
 };
 
-inline std::string blocked_case_name(const BlockedCase& c) {
-  return case_name(c) + " B " + std::to_string(c.block);
-}
+inline std::string blocked_case_name(const BlockedCase& c) { return case_name(c) + " B " + std::to_string(c.block); }
 
 // How many applications of `shape` the tier made.
 inline int count_shape(const RewriteResult& r, const std::string& shape) {
@@ -129,8 +126,7 @@ inline int count_shape(const RewriteResult& r, const std::string& shape) {
 
 // Both routines on the same inputs (make_inputs with `seed`), every output of the first within
 // `tol` of it in the second (attention_reference.h close).
-inline void expect_outputs_close(const Routine& composed, const Routine& rewritten, std::uint64_t seed,
-                                 double tol) {
+inline void expect_outputs_close(const Routine& composed, const Routine& rewritten, std::uint64_t seed, double tol) {
   TensorMap in = testref::make_inputs(composed, seed);
   TensorMap want = interpret(composed, in);
   TensorMap got = interpret(rewritten, in);

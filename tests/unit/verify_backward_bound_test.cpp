@@ -65,8 +65,7 @@ std::vector<Family> families() {
        }},
       {"subnormal-products",
        [](TensorMap& in, SplitMix64&, Prec p) { scale_all(in.at("dout"), min_normal(p) * 4, p); }},
-      {"small-integers",
-       [](TensorMap& in, SplitMix64& g, Prec) {
+      {"small-integers", [](TensorMap& in, SplitMix64& g, Prec) {
          for (const char* n : {"q", "k", "v", "dout"})
            for (double& x : in.at(n).data) x = static_cast<double>(g.range(-2, 2));
        }},
@@ -169,8 +168,7 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
       // score gradient of the row is exactly 0 in the source (the mask's where), the row adds
       // nothing to the contractions: its terms are 0, so the target must add exactly nothing too.
       bool zero = true;
-      for (std::int64_t t = 0; t < sk; ++t)
-        zero = zero && a.at("grad_scores").data[static_cast<std::size_t>(i * sk + t)] == 0;
+      for (std::int64_t t = 0; t < sk; ++t) zero = zero && a.at("grad_scores").data[static_cast<std::size_t>(i * sk + t)] == 0;
       if (zero) {
         pb.finite = true;
         pb.composed.assign(static_cast<std::size_t>(sk), 0.0);
@@ -181,8 +179,7 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
       }
     }
   }
-  auto check_cell = [&](const char* node, std::int64_t idx, double bound, bool finite,
-                        const std::string& cell) {
+  auto check_cell = [&](const char* node, std::int64_t idx, double bound, bool finite, const std::string& cell) {
     const double x = a.at(node).data[static_cast<std::size_t>(idx)];
     const double y = b.at(node).data[static_cast<std::size_t>(idx)];
     ++tally.cells;
@@ -194,8 +191,7 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
     }
     if (!ok) {
       if (tally.violations++ == 0)
-        tally.first_violation =
-            fmt::format("{} {}: source {:a}, target {:a}, bound {:g}", where, cell, x, y, bound);
+        tally.first_violation = fmt::format("{} {}: source {:a}, target {:a}, bound {:g}", where, cell, x, y, bound);
     }
   };
   // dQ[i, dd] = Σ_t gs[i, t]·k[t, dd] over the keys.
@@ -203,14 +199,12 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
     const BackwardPairBounds& pb = rows[static_cast<std::size_t>(i)];
     std::vector<double> terms;
     if (pb.finite)
-      for (std::int64_t t = 0; t < sk; ++t)
-        terms.push_back(verify::backward_pair_term(pb, static_cast<std::size_t>(t), c, sk, p));
+      for (std::int64_t t = 0; t < sk; ++t) terms.push_back(verify::backward_pair_term(pb, static_cast<std::size_t>(t), c, sk, p));
     for (std::int64_t dd = 0; dd < d; ++dd) {
       double bound = 0;
       if (pb.finite) {
         std::vector<double> col;
-        for (std::int64_t t = 0; t < sk; ++t)
-          col.push_back(in.at("k").data[static_cast<std::size_t>(t * d + dd)]);
+        for (std::int64_t t = 0; t < sk; ++t) col.push_back(in.at("k").data[static_cast<std::size_t>(t * d + dd)]);
         bound = verify::backward_contraction_bound(terms, col, p);
       }
       check_cell("grad_q", i * d + dd, bound, pb.finite, fmt::format("dQ[{}, {}]", i, dd));
@@ -229,8 +223,7 @@ void check_input(const Routine& src, const Routine& tgt, const TensorMap& in, co
       double bound = 0;
       if (finite) {
         std::vector<double> col;
-        for (std::int64_t i = 0; i < sq; ++i)
-          col.push_back(in.at("q").data[static_cast<std::size_t>(i * d + dd)]);
+        for (std::int64_t i = 0; i < sq; ++i) col.push_back(in.at("q").data[static_cast<std::size_t>(i * d + dd)]);
         bound = verify::backward_contraction_bound(terms, col, p);
       }
       check_cell("grad_k", t * d + dd, bound, finite, fmt::format("dK[{}, {}]", t, dd));

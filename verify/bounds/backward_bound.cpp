@@ -42,7 +42,7 @@ void exact_dot(Up& out, const std::vector<double>& x, const std::vector<double>&
   Up t(Up::Bits{bits});
   for (std::size_t i = 0; i < x.size(); ++i) {
     mpfr_set_d(t.raw(), x[i], MPFR_RNDN);
-    mpfr_mul_d(t.raw(), t.raw(), y[i], MPFR_RNDN);       // exact: the precision holds the product
+    mpfr_mul_d(t.raw(), t.raw(), y[i], MPFR_RNDN);  // exact: the precision holds the product
     mpfr_add(out.raw(), out.raw(), t.raw(), MPFR_RNDN);  // exact: the precision spans the sum
   }
 }

@@ -84,7 +84,6 @@ double gamma_bound(std::int64_t k, double u);
 double backward_contraction_tail(std::int64_t terms, Prec p);
 
 // The cell bound Σ_i |x_i|·T_i + 2m·ω·(1 + γ_{m-1}) (T_i from backward_pair_term), rounded up.
-double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand,
-                                  Prec p);
+double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand, Prec p);
 
 }  // namespace fp::verify
