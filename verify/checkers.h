@@ -19,7 +19,8 @@
 //   certified-bound.fused-backward      the fused backward's dQ / dK per cell within docs/bounds.md §8:
 //                                       term identity with the fused form, the bound confirmed on
 //                                       adversarial inputs; else refuted when the pair's f64 shadows
-//                                       differ beyond 1e-8, or unknown
+//                                       differ beyond 1e-8, or unknown; its joint plan holds diff
+//                                       --rewrite's gradients to §8.1 (fused_backward_diff_plan.h)
 //   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
 //                                       composed sum: recurrence proof, certified bound,
 //                                       downstream bounds (normalizer_check.h, docs/bounds.md)
