@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/checker.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/text_printer.h"
@@ -128,6 +129,9 @@ Execution run_verify(const std::string& input, const std::string& name) {
   const ShapeInfo* shape = find_shape(app.shape);
   std::vector<Mutant> mutants;
   if (vc.second >= 0 && shape && shape->mutants) mutants = shape->mutants(tasks[0].tgt, tasks[0].app);
+  // A mutant only some sizes make well formed (one reading query rows with a key index when
+  // sq != sk) is no program here: not planted.
+  std::erase_if(mutants, [](const Mutant& m) { return !check_routine(m.tgt).empty(); });
   std::optional<verify::Verdict> worst;
   const Mutant* planted = mutants.empty() ? nullptr : &mutants[static_cast<std::size_t>(vc.second) % mutants.size()];
   if (planted)

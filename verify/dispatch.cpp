@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "core/checker.h"
 #include "core/deadline.h"
 #include "verify/checkers.h"
 #include "verify/compare.h"
@@ -35,10 +36,28 @@ void fill_common(Verdict& v, const Task& t, const EngineOptions& o) {
   v.repro = t.repro;
 }
 
+// The first problem of a routine the checker rejects ("source: in 'for s' > set d: expected ..."),
+// or "" when both are well formed. Every checker runs them (symbolically, on the interpreter,
+// compiled): an ill-formed one — a read past a node's last cell, say — is bad input, not a program.
+std::string ill_formed(const Task& t) {
+  for (const auto& [side, r] : {std::pair<const char*, const Routine*>{"source", &t.src}, {"target", &t.tgt}}) {
+    const std::vector<Diagnostic> d = check_routine(*r);
+    if (!d.empty())
+      return fmt::format("the {} routine is not well formed ({}{}{}): no verdict", side,
+                         d[0].loc.line > 0 ? fmt::format("line {}: ", d[0].loc.line) : "", d[0].message,
+                         d.size() > 1 ? fmt::format(", and {} more", d.size() - 1) : "");
+  }
+  return "";
+}
+
 // The obligation's work into `v` (filled in by fill_common), under the deadline discharge installs.
 void discharge_into(Verdict& v, const Task& t, const EngineOptions& o) {
   std::string why;
-  if (const Checker* checker = checker_for(t, &why)) {
+  if (std::string bad = ill_formed(t); !bad.empty()) {
+    v.kind = VerdictKind::Error;
+    v.message = std::move(bad);
+    v.steps.push_back(v.message);
+  } else if (const Checker* checker = checker_for(t, &why)) {
     checker->discharge(v, t, o);
   } else {
     v.kind = VerdictKind::Unknown;

@@ -3,7 +3,7 @@
 // runs out anyway is an internal error with a message (exit 70), never an uncaught std::bad_alloc
 // (exit 134); FP_INTERNAL_CHECK reports and exits 70 instead of aborting; an exception in a verify
 // worker thread reaches the caller instead of std::terminate; the C executor refuses a thread
-// count libgomp would crash on.
+// count libgomp would crash on; a task whose routine reads past a node's end is an error verdict.
 //
 // What broke before: `attention --sq 1000000 --sk 1000000` then `run` aborted with bad_alloc,
 // `verify` aborted after 95 s; `run --executor c --threads 100000` segfaulted inside libgomp.
@@ -223,6 +223,31 @@ TEST_F(ResourceGuard, ExceptionInAVerifyWorkerThreadReachesTheCallerNotTerminate
   });
   EXPECT_EQ(r.signal, 0) << r.text();
   EXPECT_EQ(r.exit_code, kExitCantCreate) << r.text();
+}
+
+// A pair the engine is handed without the CLI's load check (the fuzz verify target plants mutants;
+// one read query rows with a key index when sq != sk) is checked before any checker runs it: an
+// error verdict naming the problem, where the symbolic execution read past the node's last cell.
+TEST(VerifyEngine, AnIllFormedTargetIsAnErrorVerdictNotACrash) {
+  const Routine src = parse_routine(R"(routine r {
+  node a : f32[3] materialized input
+  node o : f32[3] materialized output
+  for i in 0..2 {
+    o[i] = a[i]
+  }
+})", "src.fp");
+  Routine tgt = src;
+  tgt.body = parse_routine(R"(routine r {
+  node a : f32[3] materialized input
+  node o : f32[3] materialized output
+  for i in 0..2 {
+    o[i] = a[i + 1]
+  }
+})", "tgt.fp").body;
+  const verify::Verdict v =
+      verify::discharge(verify::pair_task(src, tgt, "exact", "pair.fp", "unit test"), verify::EngineOptions{});
+  EXPECT_EQ(v.kind, verify::VerdictKind::Error);
+  EXPECT_NE(v.message.find("the target routine is not well formed"), std::string::npos) << v.message;
 }
 
 }  // namespace
