@@ -7,6 +7,7 @@
 
 #include "core/access_census.h"
 #include "core/ir_visit.h"
+#include "verify/accumulation_bound.h"
 #include "verify/checkers.h"
 #include "verify/downstream_bounds.h"
 
@@ -235,6 +236,25 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
     if (pl.complete) plan.completions.push_back(pl.complete);
     used.push_back(&pl);
   }
+  // Outputs the claims reach in the rewritten routine that only accumulate products of factors with
+  // certified checks (a projection's gradients from dQ, dK and dV) get a bound carried from those
+  // checks, internal nodes' included; the others get the stand-in.
+  PerturbedNodes perturbed;
+  perturbed.checks = plan.certified;
+  for (const Perturbation& p : perturbations) perturbed.reached.insert(p.reaches.begin(), p.reaches.end());
+  const std::set<std::string> reached = downstream_of(result.routine, covered);
+  for (const Node* n : result.routine.outputs()) {
+    if (!reached.count(n->name) || plan.certified.count(n->name)) continue;
+    std::string why;
+    if (auto acc = accumulation_plan(original, result.routine, n->name, perturbed, &why)) {
+      plan.certified[n->name] = acc->checks[0];
+      plan.statements[n->name] = acc->bounds[0].formula;
+      watched.insert(watched.end(), acc->watched.begin(), acc->watched.end());
+      plan.completions.push_back(acc->complete);
+    } else {
+      plan.stand_in.insert(n->name);
+    }
+  }
   // A plan's note on a node matters where that node is an output of the rewrite without a certified
   // check (the original's intermediates a rewrite removed, or outputs another plan certifies, not).
   auto uncertified_output = [&](const std::string& node) {
@@ -264,10 +284,6 @@ RewriteDiffPlan plan_rewrite_diff(const Routine& original, const RewriteResult& 
   }
   // The original runs with its own outputs, the plans' Σ|w·v| nodes and what their completions read.
   plan.source = instrument_source(original, used, watched, true);
-  // Outputs the claims reach in the rewritten routine but that have no certified check.
-  const std::set<std::string> reached = downstream_of(result.routine, covered);
-  for (const Node* n : result.routine.outputs())
-    if (reached.count(n->name) && !plan.certified.count(n->name)) plan.stand_in.insert(n->name);
   return plan;
 }
 

@@ -16,6 +16,8 @@
 #include "rewrites/online_softmax/mutants.h"
 #include "rewrites/tier.h"
 #include "tensor_expect.h"
+#include "core/checker.h"
+#include "verify/accumulation_bound.h"
 #include "verify/diff_plan.h"
 
 namespace fp {
@@ -181,6 +183,105 @@ TEST(DiffPlanGradients, ANonFiniteInputLeavesTheGradientsWithoutACertifiedStatem
   int noted = 0;
   for (const std::string& n : plan.notes) noted += n.find("non-finite values") != std::string::npos;
   EXPECT_EQ(noted, 3);
+}
+
+}  // namespace
+}  // namespace fp
+
+namespace fp {
+namespace {
+
+AttentionSpec self_attention_step(Prec p, const std::string& mask, std::int64_t seq, std::int64_t heads,
+                                  const std::string& fill = "-inf") {
+  AttentionSpec s = ostest::one_head_training_step(p, mask, seq, seq, 4, 4, fill);
+  s.leaf = false;
+  s.heads = heads;
+  s.dmodel = 6;
+  return s;
+}
+
+// A self-attention step (projections in and out): its outputs are the projections' gradients and
+// grad_x, which only accumulate products of dQ, dK, dV or O with unperturbed values. Each gets a
+// bound carried from those factors' certified checks (verify/accumulation_bound.h); the real
+// rewrite is inside it, and the fused backward's planted mutants leave it.
+TEST(DiffPlanGradients, ProjectionGradientsCarryTheirFactorsBounds) {
+  for (const auto& [s, block] : {std::pair{self_attention_step(Prec::F32, "causal", 8, 2), std::string("3")},
+                                 {self_attention_step(Prec::F32, "none", 7, 1), std::string("")},
+                                 {self_attention_step(Prec::F16, "causal", 6, 2), std::string("4")}}) {
+    SCOPED_TRACE(block);
+    const Rewritten r = rewrite_step(s, block);
+    verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
+    EXPECT_TRUE(plan.stand_in.empty());
+    for (const std::string& n : plan.notes) ADD_FAILURE() << "note: " << n;
+    for (const Node* n : r.result.routine.outputs()) {
+      ASSERT_EQ(plan.certified.count(n->name), 1u) << n->name;
+      EXPECT_NE(plan.statements.at(n->name).find("carried from the certified bounds"), std::string::npos);
+    }
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const auto [a, b] = runs(plan, r.result.routine, seed);
+      for (const Node* n : r.result.routine.outputs()) {
+        const verify::OutputComparison cmp = verify::compare_output(plan.check_for(n->name), a, b);
+        EXPECT_TRUE(cmp.ok()) << n->name << " seed " << seed << ": " << (cmp.first ? cmp.first->text() : "");
+      }
+    }
+  }
+  // A finite fill of -1: dropping the mask from ds shows (under -inf the masked p is 0).
+  const Rewritten r = rewrite_step(self_attention_step(Prec::F32, "causal", 5, 1, "-1"), "2");
+  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
+  const Application* app = nullptr;
+  for (const Application& x : r.result.applications)
+    if (x.shape == osm::kFusedBackwardId) app = &x;
+  ASSERT_NE(app, nullptr);
+  int caught = 0, total = 0;
+  for (const Mutant& m : osm::fused_backward_mutants(r.result.routine, *app)) {
+    if (!check_routine(m.tgt).empty()) continue;
+    ++total;
+    bool out = false;
+    for (std::uint64_t seed = 1; seed <= 4 && !out; ++seed) {
+      verify::RewriteDiffPlan p = plan;
+      const auto [a, b] = runs(p, m.tgt, seed);
+      for (const Node* n : r.result.routine.outputs())
+        out = out || !verify::compare_output(p.check_for(n->name), a, b).ok();
+    }
+    caught += out;
+    EXPECT_TRUE(out) << m.id << ": " << m.description;
+  }
+  EXPECT_GE(total, 10);
+  std::printf("[ mutants  ] self-attention step: %d of %d planted fused-backward mutants leave a carried bound\n",
+              caught, total);
+}
+
+// What the carried bound refuses: an output with a product of two perturbed factors, or a factor
+// perturbed without a certified check (stacked layers' gradients) stays on the stand-in.
+TEST(DiffPlanGradients, AProductOfTwoPerturbedFactorsIsNotCarried) {
+  AttentionSpec s = self_attention_step(Prec::F32, "causal", 6, 1);
+  s.layers = 2;
+  const Rewritten r = rewrite_step(s, "2");
+  const verify::RewriteDiffPlan plan = verify::plan_rewrite_diff(r.original, r.result);
+  EXPECT_FALSE(plan.stand_in.empty());
+  verify::PerturbedNodes p;
+  p.reached = {"a", "b"};
+  const Routine two = ostest::parse_checked(R"(routine r {
+  node a : f32[2] materialized input
+  node b : f32[2] materialized input
+  node y : f32[1] materialized output
+  zero y
+  for i in 0..1 {
+    y[0] = add.f32(y[0], mul.f32(a[i], b[i]))
+  }
+})");
+  verify::NodeCheck c;
+  c.kind = verify::NodeCheck::Kind::Relative;
+  c.rel = 1e-6;
+  p.checks["a"] = p.checks["b"] = c;
+  std::string why;
+  EXPECT_FALSE(verify::accumulation_plan(two, two, "y", p, &why).has_value());
+  EXPECT_NE(why.find("both factors"), std::string::npos) << why;
+  p.reached = {"a"};
+  EXPECT_TRUE(verify::accumulation_plan(two, two, "y", p, &why).has_value()) << why;
+  p.checks.clear();
+  EXPECT_FALSE(verify::accumulation_plan(two, two, "y", p, &why).has_value());
+  EXPECT_NE(why.find("without a certified check"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -183,6 +183,30 @@ const Step kSteps[] = {
 (assert (<= X (+ (* (ab g) (+ Dl (* g2 pi))) (* 2 (+ 2 u) w))))
 (assert (<= Y (+ (* (ab g) pi (+ 1 g2)) (* 2 (+ 2 u) w))))
 (assert (> (+ X (* gm Y)) (+ (* (ab g) (+ Dl (* g2 pi) (* gm pi (+ 1 g2)))) (* 2 (+ 2 u) w (+ 1 gm))))))smt"},
+    {"carried.identity",
+     "a product with one perturbed factor (verify/accumulation_bound.h): y = a·b(1 + δ) + η, y' = a'·b(1 + δ') + η': y' - y = (a' - a)·b + a'·b·δ' - a·b·δ + η' - η (a ring identity)",
+     R"smt((declare-const a Real) (declare-const at Real) (declare-const b Real) (declare-const d Real) (declare-const dt Real) (declare-const h Real) (declare-const ht Real)
+(assert (not (= (- (+ (* at b (+ 1 dt)) ht) (+ (* a b (+ 1 d)) h)) (+ (* (- at a) b) (* at b dt) (- (* a b d)) (- ht h))))))smt"},
+    {"carried.parts",
+     "|(a' - a)·b| <= |b|·E, |a'·b·δ' - a·b·δ| <= u·|b|(2|a| + E) and |a·b(1 + δ) + η| <= |a|·|b|(1 + u) + ω, for |a' - a| <= E",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const a Real) (declare-const at Real) (declare-const b Real) (declare-const E Real) (declare-const d Real) (declare-const dt Real) (declare-const h Real)
+(assert (and (> u 0) (> w 0) (<= (ab d) u) (<= (ab dt) u) (<= (ab h) w) (<= (ab (- at a)) E)))
+(assert (or (> (ab (* (- at a) b)) (* (ab b) E))
+            (> (ab (- (* at b dt) (* a b d))) (* u (ab b) (+ (* 2 (ab a)) E)))
+            (> (ab (+ (* a b (+ 1 d)) h)) (+ (* (ab a) (ab b) (+ 1 u)) w)))))smt"},
+    {"carried.monotone",
+     "|a'| <= |a| + E gives |a'|·|b|(1 + u) + ω <= (|a| + E)·|b|(1 + u) + ω (the perturbed product's magnitude)",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const a Real) (declare-const at Real) (declare-const b Real) (declare-const E Real)
+(assert (and (> u 0) (> w 0) (<= (ab (- at a)) E)))
+(assert (> (+ (* (ab at) (ab b) (+ 1 u)) w) (+ (* (+ (ab a) E) (ab b) (+ 1 u)) w))))smt"},
+    {"carried.close",
+     "|y' - y| <= |b|·E + u|b|(2|a| + E) + 2ω and |y| + |y'| <= |b|(2|a| + E)(1 + u) + 2ω, given the parts",
+     R"smt((declare-const u Real) (declare-const w Real) (declare-const A Real) (declare-const B Real) (declare-const E Real)
+(declare-const t1 Real) (declare-const t2 Real) (declare-const h Real) (declare-const ht Real) (declare-const y Real) (declare-const yt Real)
+(assert (and (> u 0) (> w 0) (>= E 0) (>= A 0) (>= B 0) (<= (ab t1) (* B E)) (<= (ab t2) (* u B (+ (* 2 A) E)))
+             (<= (ab h) w) (<= (ab ht) w) (<= (ab y) (+ (* A B (+ 1 u)) w)) (<= (ab yt) (+ (* (+ A E) B (+ 1 u)) w))))
+(assert (or (> (ab (+ t1 t2 (- ht h))) (+ (* B E) (* u B (+ (* 2 A) E)) (* 2 w)))
+            (> (+ (ab y) (ab yt)) (+ (* B (+ (* 2 A) E) (+ 1 u)) (* 2 w))))))smt"},
     {"sum.identity",
      "one step of a left-to-right sum of perturbed terms: S' - S*' = E(1 + δ) + y*ρ(1 + δ) + a(1 + δ) + δ(S* + y*) (a ring identity)",
      R"smt((declare-const E Real) (declare-const Ss Real) (declare-const ys Real) (declare-const rho Real) (declare-const a Real) (declare-const d Real)
