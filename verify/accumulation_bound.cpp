@@ -179,13 +179,15 @@ std::vector<Uncertified> Plan::complete(TensorMap& run_out, const RunRoutine& ru
   for (const auto& [f, c] : perturbed_factors) {
     if (c.kind == NodeCheck::Kind::Scaled && !run_out.count(c.scale_node))
       return outside(fmt::format("{}'s own bound has no statement on these inputs", f));
-    if (c.kind != NodeCheck::Kind::Relative && c.kind != NodeCheck::Kind::Scaled)
-      return outside(fmt::format("{}'s check is not a bound", f));
     const Tensor& src = run_out.at(f);
     Tensor e = Tensor::zeros(Prec::F64, src.dims);
     for (std::size_t i = 0; i < e.data.size(); ++i) {
-      const double mag = c.kind == NodeCheck::Kind::Scaled ? run_out.at(c.scale_node).data[i] : std::fabs(src.data[i]);
-      e.data[i] = std::nextafter((c.rel * mag + c.abs) * (1 + 0x1p-50), INFINITY);
+      e.data[i] = certified_cell_error(c, src.data[i],
+                                       c.kind == NodeCheck::Kind::Scaled ? run_out.at(c.scale_node).data[i] : 0);
+      if (!std::isfinite(e.data[i]))
+        return outside(fmt::format("{} is not bounded at every cell on these inputs (a non-finite value, or one its "
+                                   "check excuses as an overflow): no certified statement",
+                                   f));
     }
     in[err_node(f)] = std::move(e);
   }

@@ -134,6 +134,18 @@ double cell_ratio(const NodeCheck& c, double s, double t, double scale) {
   return error_fraction(s, t, c.rel, std::min(mag, std::numeric_limits<double>::max()), c.abs);
 }
 
+double certified_cell_error(const NodeCheck& c, double src, double scale) {
+  if (c.kind != NodeCheck::Kind::Relative && c.kind != NodeCheck::Kind::Scaled) return INFINITY;
+  const double mag = c.kind == NodeCheck::Kind::Relative ? std::fabs(src) : scale;
+  const long double allowed = static_cast<long double>(c.rel) * mag + c.abs;
+  if (!std::isfinite(src) || !std::isfinite(mag) || !std::isfinite(static_cast<double>(allowed))) return INFINITY;
+  if (c.overflow_tolerant &&
+      (std::fabs(static_cast<long double>(src)) + allowed) * std::max(1.0, c.overflow_headroom) * (1 + 0x1p-20L) >=
+          overflow_threshold(c.prec))
+    return INFINITY;
+  return std::nextafter(static_cast<double>(allowed * (1 + 0x1p-50L)), INFINITY);
+}
+
 std::string Mismatch::cell_text() const {
   return index_text(index);
 }

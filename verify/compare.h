@@ -93,6 +93,14 @@ struct OutputComparison {
 // over its finite cells for a StandIn check, else unused.
 double cell_ratio(const NodeCheck& c, double src, double tgt, double scale);
 
+// The most a cell of a certified (Relative or Scaled) check may differ by, rounded up: rel·|src| (or
+// rel·scale) + abs. +inf where that is not a bound on |tgt - src|: a non-finite source or bound, a
+// cell where the check would excuse an overflow (overflow_tolerant: the source plus the allowed error,
+// times the headroom, reaches the threshold, so the target may be ±inf or NaN there), or any other
+// kind of check. What a bound carried from this one (verify/accumulation_bound.h,
+// verify/fused_backward_diff_plan.h) may assume of the cell.
+double certified_cell_error(const NodeCheck& c, double src, double scale);
+
 // Every cell of `tgt` against `src`. `scale`: a Scaled check's per-cell magnitudes (from the
 // source run). Outputs of different types are one mismatch at cell [] covering every cell.
 OutputComparison compare_output(const NodeCheck& check, const Tensor& src, const Tensor& tgt,

@@ -234,15 +234,13 @@ double chain_scale(const Routine& src, const std::string& ds, const std::string&
   return scale;
 }
 
-// |X_tgt - X_src| per cell of a perturbed forward node X within `c` (0 where the node is not perturbed).
+// |X_tgt - X_src| per cell of a perturbed forward node X within `c` (0 where the node is not
+// perturbed; +inf where the check bounds nothing: compare.h's certified_cell_error).
 double allowed_error(const std::optional<NodeCheck>& c, double src, const TensorMap& run, std::int64_t cell) {
   if (!c) return 0;
-  double mag = std::fabs(src);
-  if (c->kind == NodeCheck::Kind::Scaled)
-    mag = run.at(c->scale_node).data[static_cast<std::size_t>(cell)];
-  else if (c->kind != NodeCheck::Kind::Relative)
-    return c->kind == NodeCheck::Kind::Bitwise ? 0 : INFINITY;
-  return std::nextafter((c->rel * mag + c->abs) * (1 + 0x1p-50), INFINITY);
+  if (c->kind == NodeCheck::Kind::Bitwise) return 0;
+  const double scale = c->kind == NodeCheck::Kind::Scaled ? run.at(c->scale_node).data[static_cast<std::size_t>(cell)] : 0;
+  return certified_cell_error(*c, src, scale);
 }
 
 // Everything the completion needs, shared by the plan's closure.
