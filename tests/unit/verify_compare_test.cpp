@@ -138,5 +138,33 @@ TEST(VerifyCompare, FoldNumeratorHeadroomExcusesOnlyOverflowsItCouldCause) {
   EXPECT_FALSE(compare_output(c, src, tensor({1}, {NAN}), &big).ok());  // no intermediate to overflow
 }
 
+// What a bound carried from a check may assume of a cell: rel·|s| (or rel·scale) + abs rounded up,
+// and nothing (+inf) where the check would excuse an overflow, at a non-finite cell, or for a check
+// that is not a bound.
+TEST(VerifyCompare, CertifiedCellErrorIsABoundOnlyWhereTheCheckIsOne) {
+  NodeCheck rel;
+  rel.kind = NodeCheck::Kind::Relative;
+  rel.rel = 1e-6;
+  rel.abs = 1e-30;
+  rel.prec = Prec::F32;
+  const double e = certified_cell_error(rel, 2.0, 0);
+  EXPECT_GE(e, 2e-6 + 1e-30);
+  EXPECT_LE(e, 2e-6 * (1 + 1e-12));
+  NodeCheck scaled = rel;
+  scaled.kind = NodeCheck::Kind::Scaled;
+  EXPECT_GE(certified_cell_error(scaled, 2.0, 8.0), 8e-6);
+  EXPECT_TRUE(std::isinf(certified_cell_error(rel, NAN, 0)));
+  EXPECT_TRUE(std::isinf(certified_cell_error(rel, INFINITY, 0)));
+  NodeCheck tolerant = scaled;
+  tolerant.overflow_tolerant = true;
+  EXPECT_TRUE(std::isfinite(certified_cell_error(tolerant, 1.0, 1.0)));
+  EXPECT_TRUE(std::isinf(certified_cell_error(tolerant, 3.3e38, 1e44)));  // may overflow f32 there
+  tolerant.overflow_headroom = 1e6;
+  EXPECT_TRUE(std::isinf(certified_cell_error(tolerant, 1e33, 1e30)));  // an intermediate may
+  NodeCheck stand_in = rel;
+  stand_in.kind = NodeCheck::Kind::StandIn;
+  EXPECT_TRUE(std::isinf(certified_cell_error(stand_in, 1.0, 1.0)));
+}
+
 }  // namespace
 }  // namespace fp::verify
