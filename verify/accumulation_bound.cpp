@@ -13,6 +13,7 @@
 #include "verify/bounds/backward_bound.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/loop_nest.h"
+#include "verify/plan_decline.h"
 
 namespace fp::verify {
 
@@ -21,14 +22,6 @@ namespace {
 constexpr const char* kErrPrefix = "__fp_err_";
 constexpr const char* kBoundPrefix = "__fp_accbound_";
 
-struct Decline : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-template <typename... Args>
-[[noreturn]] void decline(fmt::format_string<Args...> f, Args&&... args) {
-  throw Decline(fmt::format(f, std::forward<Args>(args)...));
-}
 
 // Top-level positions of the statements that write `node` (a Set or a Zero at any depth).
 std::vector<std::size_t> writers(const std::vector<StmtP>& S, const std::string& node) {
@@ -264,12 +257,7 @@ std::optional<DownstreamPlan> plan(const Routine& original, const Routine& rewri
 std::optional<DownstreamPlan> accumulation_plan(const Routine& original, const Routine& rewritten,
                                                 const std::string& y, const PerturbedNodes& perturbed,
                                                 std::string* why) {
-  try {
-    return plan(original, rewritten, y, perturbed);
-  } catch (const Decline& d) {
-    if (why) *why = d.what();
-    return std::nullopt;
-  }
+  return plan_or_why([&] { return plan(original, rewritten, y, perturbed); }, why);
 }
 
 }  // namespace fp::verify

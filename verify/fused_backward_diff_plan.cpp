@@ -14,6 +14,7 @@
 #include "core/ir_visit.h"
 #include "verify/bounds/backward_bound.h"
 #include "verify/loop_nest.h"
+#include "verify/plan_decline.h"
 
 namespace fp::verify {
 
@@ -21,16 +22,6 @@ namespace {
 
 constexpr const char* kPairPrefix = "__fp_pair_";
 constexpr const char* kBoundPrefix = "__fp_gradbound_";
-
-// Why the plan cannot be derived (caught at the entry point, becomes `why`).
-struct Decline : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-template <typename... Args>
-[[noreturn]] void decline(fmt::format_string<Args...> f, Args&&... args) {
-  throw Decline(fmt::format(f, std::forward<Args>(args)...));
-}
 
 // The one top-level perfect nest that sets `node` (zero-outs aside), its loops and its Set.
 struct NestSet {
@@ -431,12 +422,7 @@ std::optional<DownstreamPlan> plan_fused_backward_gradients(const Routine& src, 
                                                             const Obligation& ob, const UpstreamOf& upstream,
                                                             double exp_ulp, std::string* why) {
   (void)exp_ulp;  // the bound reads no exponential's error: e is shared bit for bit
-  try {
-    return plan(src, app, ob, upstream);
-  } catch (const Decline& d) {
-    if (why) *why = d.what();
-    return std::nullopt;
-  }
+  return plan_or_why([&] { return plan(src, app, ob, upstream); }, why);
 }
 
 }  // namespace fp::verify
