@@ -9,7 +9,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/ir_visit.h"
+#include "core/access_census.h"
 #include "verify/bounds/backward_bound.h"
 #include "verify/bounds/bound_formula.h"
 #include "verify/loop_nest.h"
@@ -22,19 +22,6 @@ namespace {
 constexpr const char* kErrPrefix = "__fp_err_";
 constexpr const char* kBoundPrefix = "__fp_accbound_";
 
-
-// Top-level positions of the statements that write `node` (a Set or a Zero at any depth).
-std::vector<std::size_t> writers(const std::vector<StmtP>& S, const std::string& node) {
-  std::vector<std::size_t> out;
-  for (std::size_t pos = 0; pos < S.size(); ++pos) {
-    bool writes = false;
-    for_each_stmt(S[pos], [&](const Stmt& st) {
-      writes = writes || ((st.kind == StmtKind::Set || st.kind == StmtKind::Zero) && st.name == node);
-    });
-    if (writes) out.push_back(pos);
-  }
-  return out;
-}
 
 // One accumulating statement Y[W] = Y[W] + a·b.
 struct Accumulation {
@@ -60,28 +47,24 @@ std::string err_node(const std::string& f) { return kErrPrefix + f; }
 std::string e_node(const std::string& y) { return "__fp_acc_e_" + y; }
 std::string g_node(const std::string& y) { return "__fp_acc_g_" + y; }
 
-std::vector<Accumulation> read_accumulations(const std::vector<StmtP>& S, const std::vector<std::size_t>& at,
+std::vector<Accumulation> read_accumulations(const AccessCensus& census, const std::vector<std::size_t>& at,
                                              const Node& y, const PerturbedNodes& perturbed) {
   std::vector<Accumulation> out;
   bool accumulated = false;
   for (std::size_t pos : at) {
-    const Stmt* top = S[pos].get();
+    const Stmt* top = census.top_level()[pos];
     if (top->kind == StmtKind::Zero) {
       if (accumulated) decline("{} is zeroed again after it accumulates", y.name);
       continue;
     }
     Accumulation acc;
     acc.set = peel(top, acc.loops);
-    const Stmt& st = *acc.set;
-    const ExprP& v = st.value;
-    if (st.kind != StmtKind::Set || st.name != y.name || v->kind != ExprKind::Binary ||
-        v->binop() != BinOp::Add || v->prec != y.prec || v->args[0]->kind != ExprKind::Get ||
-        v->args[0]->name != y.name || v->args[0]->indices != st.indices || v->args[1]->kind != ExprKind::Binary ||
-        v->args[1]->binop() != BinOp::Mul || v->args[1]->prec != y.prec)
+    const ExprP prod = reduction_product(*acc.set);
+    if (acc.set->name != y.name || !prod || acc.set->value->prec != y.prec || prod->prec != y.prec)
       decline("statement {} is not one perfect nest {} = {} + a·b at {}'s precision", pos + 1, y.name, y.name,
               y.name);
-    acc.a = v->args[1]->args[0];
-    acc.b = v->args[1]->args[1];
+    acc.a = prod->args[0];
+    acc.b = prod->args[1];
     for (const ExprP& f : {acc.a, acc.b})
       if (f->kind != ExprKind::Get || f->prec != y.prec)
         decline("a factor of statement {} is not a read of a node at {}'s precision", pos + 1, y.name);
@@ -98,14 +81,14 @@ std::vector<Accumulation> read_accumulations(const std::vector<StmtP>& S, const 
 }
 
 // The factors' last writers come before each statement that reads them, in both routines.
-void require_final_reads(const std::vector<StmtP>& S, const std::vector<std::size_t>& at,
+void require_final_reads(const AccessCensus& census, const std::vector<std::size_t>& at,
                          const std::vector<Accumulation>& accs, const char* which) {
   std::size_t k = 0;
   for (std::size_t pos : at) {
-    if (S[pos]->kind == StmtKind::Zero) continue;
+    if (census.top_level()[pos]->kind == StmtKind::Zero) continue;
     const Accumulation& acc = accs[k++];
     for (const ExprP& f : {acc.a, acc.b}) {
-      const std::vector<std::size_t> w = writers(S, f->name);
+      const std::vector<std::size_t> w = census.writer_positions(f->name);
       if (!w.empty() && w.back() >= pos)
         decline("{} is written at or after statement {} of the {}, which reads it", f->name, pos + 1, which);
     }
@@ -208,11 +191,11 @@ std::optional<DownstreamPlan> plan(const Routine& original, const Routine& rewri
   const Node* yn = original.find_node(y);
   const Node* yr = rewritten.find_node(y);
   if (!yn || !yr || !(*yn == *yr)) decline("{} is not declared alike in both routines", y);
-  const std::vector<StmtP> So = top_level_statements(original), Sr = top_level_statements(rewritten);
-  const std::vector<std::size_t> wo = writers(So, y), wr = writers(Sr, y);
+  const AccessCensus So(original), Sr(rewritten);
+  const std::vector<std::size_t> wo = So.writer_positions(y), wr = Sr.writer_positions(y);
   if (wo.size() != wr.size()) decline("{} is written by other statements in the rewrite", y);
   for (std::size_t i = 0; i < wo.size(); ++i)
-    if (!equal(So[wo[i]], Sr[wr[i]])) decline("the rewrite changes statement {}, which writes {}", wo[i] + 1, y);
+    if (!equal(*So.top_level()[wo[i]], *Sr.top_level()[wr[i]])) decline("the rewrite changes statement {}, which writes {}", wo[i] + 1, y);
   const std::vector<Accumulation> accs = read_accumulations(So, wo, *yn, perturbed);
   if (accs.empty()) decline("{} accumulates nothing", y);
   require_final_reads(So, wo, accs, "original");

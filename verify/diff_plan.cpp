@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "core/access_census.h"
-#include "core/ir_visit.h"
 #include "verify/accumulation_bound.h"
 #include "verify/checkers.h"
 #include "verify/downstream_bounds.h"
@@ -131,19 +130,12 @@ bool same_through(const Routine& in, const Routine& original, const Application&
   if (equal(in, original)) return true;
   if (app.statements.empty()) return false;
   const auto last = static_cast<std::size_t>(*std::max_element(app.statements.begin(), app.statements.end()));
-  const std::vector<StmtP> a = top_level_statements(in), b = top_level_statements(original);
-  if (a.size() < last || b.size() < last) return false;
+  const AccessCensus a(in), b(original);
+  if (a.top_level().size() < last || b.top_level().size() < last) return false;
   std::set<std::string> touched;
   for (std::size_t pos = 0; pos < last; ++pos) {
-    if (!equal(a[pos], b[pos])) return false;
-    for_each_stmt(a[pos], [&](const Stmt& st) {
-      if (st.kind == StmtKind::Set || st.kind == StmtKind::Zero) touched.insert(st.name);
-      for_each_own_expr(st, [&](const ExprP& e) {
-        for_each_expr(e, [&](const Expr& x) {
-          if (x.kind == ExprKind::Get) touched.insert(x.name);
-        });
-      });
-    });
+    if (!equal(*a.top_level()[pos], *b.top_level()[pos])) return false;
+    for (const Access* x : a.at(pos)) touched.insert(x->node);
   }
   for (const std::string& n : touched) {
     const Node *x = in.find_node(n), *y = original.find_node(n);

@@ -124,18 +124,11 @@ std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::siz
   std::vector<Loop> loops;
   const Stmt* st = peel(S[pos].get(), loops);
   const Node* out = st->kind == StmtKind::Set ? src.find_node(st->name) : nullptr;
-  if (!out || !st->value || st->value->kind != ExprKind::Binary || st->value->binop() != BinOp::Add)
-    return fail(fmt::format("statement {} is not a loop nest around one reduction O += a·b", pos + 1));
-  const ExprP& v = st->value;
-  auto is_self = [&](const ExprP& e) {
-    return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices;
-  };
-  const int pi = is_self(v->args[0]) ? 1 : is_self(v->args[1]) ? 0 : -1;
-  if (pi < 0 || v->args[static_cast<std::size_t>(pi)]->kind != ExprKind::Binary ||
-      v->args[static_cast<std::size_t>(pi)]->binop() != BinOp::Mul)
+  const ExprP product = reduction_product(*st);
+  if (!out || !product)
     return fail(fmt::format("statement {} is not a loop nest around one reduction O += a·b", pos + 1));
   DownstreamPlan plan;
-  const Expr& prod = *v->args[static_cast<std::size_t>(pi)];
+  const Expr& prod = *product;
   if (!weight.empty()) {
     bool found = false;
     for (const auto& f : prod.args) found = found || (f->kind == ExprKind::Get && f->name == weight);
@@ -213,20 +206,11 @@ DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& match
       continue;
     }
     // A reduction T[ti] = add(T[ti], mul(a, b)) with one perturbed factor.
-    const ExprP& v = st->value;
-    auto is_self = [&](const ExprP& e) {
-      return e->kind == ExprKind::Get && e->name == st->name && e->indices == st->indices;
-    };
-    int pi = v->kind == ExprKind::Binary && v->binop() == BinOp::Add ? (is_self(v->args[0])   ? 1
-                                                                        : is_self(v->args[1]) ? 0
-                                                                                              : -1)
-                                                                     : -1;
-    if (pi < 0 || v->args[static_cast<std::size_t>(pi)]->kind != ExprKind::Binary ||
-        v->args[static_cast<std::size_t>(pi)]->binop() != BinOp::Mul) {
+    const ExprP prod = reduction_product(*st);
+    if (!prod) {
       no_bound();
       continue;
     }
-    const ExprP& prod = v->args[static_cast<std::size_t>(pi)];
     auto ra = rel_of(*prod->args[0], aff), rb = rel_of(*prod->args[1], aff);
     if (!ra || !rb || (*ra != 0 && *rb != 0)) {
       no_bound();

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
+#include "core/access_census.h"
 #include "core/ir_visit.h"
 #include "verify/bounds/backward_bound.h"
 #include "verify/loop_nest.h"
@@ -29,21 +31,23 @@ struct NestSet {
   const Stmt* set = nullptr;
 };
 
-NestSet only_writer(const Routine& src, const std::string& node) {
-  std::optional<NestSet> found;
-  for (const StmtP& top : top_level_statements(src)) {
-    bool sets = false;
-    for_each_stmt(top, [&](const Stmt& st) { sets = sets || (st.kind == StmtKind::Set && st.name == node); });
-    if (!sets) continue;
-    if (found) decline("{} is set by more than one statement", node);
-    NestSet ns;
-    ns.set = peel(top.get(), ns.loops);
-    if (ns.set->kind != StmtKind::Set || ns.set->name != node)
-      decline("{} is not set by one perfect loop nest", node);
-    found = ns;
-  }
-  if (!found) decline("no statement sets {}", node);
-  return *found;
+// The original routine the plan reads, with its access census (who writes what, where).
+struct Source {
+  explicit Source(const Routine& r) : routine(r), census(r) {}
+  const Routine& routine;
+  AccessCensus census;
+};
+
+NestSet only_writer(const Source& src, const std::string& node) {
+  std::set<std::size_t> tops;
+  for (const Access* a : src.census.writes_of(node))
+    if (a->kind == AccessKind::Write) tops.insert(a->top);
+  if (tops.empty()) decline("no statement sets {}", node);
+  if (tops.size() > 1) decline("{} is set by more than one statement", node);
+  NestSet ns;
+  ns.set = peel(src.census.top_level()[*tops.begin()], ns.loops);
+  if (ns.set->kind != StmtKind::Set || ns.set->name != node) decline("{} is not set by one perfect loop nest", node);
+  return ns;
 }
 
 std::vector<std::string> plain_symbols(const std::vector<Index>& idx, const std::string& node) {
@@ -65,11 +69,9 @@ bool is_binary(const ExprP& e, BinOp op) {
 
 // The product of `set`, an accumulation X = X + a·b; its factors reading `first` and then the other.
 std::pair<ExprP, ExprP> accumulated_product(const Stmt& set, const std::string& first) {
-  const ExprP& v = set.value;
-  auto self = [&](const ExprP& e) { return is_get(e, set.name) && e->indices == set.indices; };
-  if (!is_binary(v, BinOp::Add) || !self(v->args[0]) || !is_binary(v->args[1], BinOp::Mul))
-    decline("{} is not accumulated as {} = {} + a·b", set.name, set.name, set.name);
-  const ExprP &a = v->args[1]->args[0], &b = v->args[1]->args[1];
+  const ExprP prod = reduction_product(set);
+  if (!prod) decline("{} is not accumulated as {} = {} + a·b", set.name, set.name, set.name);
+  const ExprP &a = prod->args[0], &b = prod->args[1];
   if (is_get(a, first)) return {a, b};
   if (is_get(b, first)) return {b, a};
   decline("the accumulation of {} reads no factor {}", set.name, first);
@@ -87,8 +89,8 @@ int replaced_axis(const std::vector<std::string>& base, const std::vector<std::s
   return at;
 }
 
-const Node& node_of(const Routine& src, const std::string& name) {
-  const Node* n = src.find_node(name);
+const Node& node_of(const Source& src, const std::string& name) {
+  const Node* n = src.routine.find_node(name);
   if (!n) decline("the routine has no node {}", name);
   return *n;
 }
@@ -101,7 +103,7 @@ struct Contraction {
   enum class Term : std::uint8_t { ScoreGradient, Probabilities } term = Term::ScoreGradient;
 };
 
-Contraction contraction_of(const Routine& src, const std::string& gradient, const std::string& pair,
+Contraction contraction_of(const Source& src, const std::string& gradient, const std::string& pair,
                            const std::string& operand, const std::vector<std::int64_t>& pair_dims) {
   const NestSet w = only_writer(src, gradient);
   const auto [pf, of] = accumulated_product(*w.set, pair);
@@ -140,7 +142,7 @@ struct Layout {
   std::size_t key = 0;
 };
 
-Layout read_layout(const Routine& src, const std::string& p, const std::string& e, const std::string& l,
+Layout read_layout(const Source& src, const std::string& p, const std::string& e, const std::string& l,
                    const std::string& o, const std::string& v, const std::string& dout,
                    const std::string& dp) {
   Layout lay;
@@ -186,7 +188,7 @@ Layout read_layout(const Routine& src, const std::string& p, const std::string& 
 
 // |c| of the chain from dS back to ng: links 0 + y, where(c, y, 0) and at most one product by a
 // constant, each at the same cell.
-double chain_scale(const Routine& src, const std::string& ds, const std::string& ng, const std::string& e,
+double chain_scale(const Source& src, const std::string& ds, const std::string& ng, const std::string& e,
                    const std::vector<std::int64_t>& pair_dims) {
   double scale = 1;
   int products = 0;
@@ -343,7 +345,7 @@ std::vector<Uncertified> GradientPlan::complete(TensorMap& run_out, const RunRou
   return {};
 }
 
-NodeCheck bound_check(const Routine& src, const std::string& gradient) {
+NodeCheck bound_check(const Source& src, const std::string& gradient) {
   NodeCheck c;
   c.node = gradient;
   c.kind = NodeCheck::Kind::Scaled;
@@ -368,8 +370,9 @@ DownstreamBound bound_statement(const std::string& gradient, const GradientPlan&
   return b;
 }
 
-std::optional<DownstreamPlan> plan(const Routine& src, const Application& app, const Obligation& ob,
+std::optional<DownstreamPlan> plan(const Routine& original, const Application& app, const Obligation& ob,
                                    const UpstreamOf& upstream) {
+  const Source src(original);
   auto role = [&](const char* r) {
     const std::string n = matched_node(app, r);
     if (n.empty()) decline("the application records no {} role", r);
