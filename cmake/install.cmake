@@ -6,8 +6,10 @@
 # Layout under the prefix:
 #   bin/flashproof
 #   lib/libflashproof_<layer>.a                     static libraries, one per layer
-#   include/flashproof/<layer>/*.h                  the layers' headers, folders kept, so that
-#                                                   #include "core/ir.h" works as in the sources
+#   include/flashproof/<layer>/…/*.h                the public headers and what they include, folders
+#                                                   kept, so that #include "core/ir.h" works as in
+#                                                   the sources
+#   share/flashproof/public-headers.txt             their list
 #   include/flashproof/version.h                    #include "flashproof/version.h"
 #   lib/cmake/flashproof/flashproofConfig.cmake     (+ ConfigVersion, Targets)
 #   lib/pkgconfig/flashproof.pc
@@ -28,12 +30,56 @@ install(TARGETS ${FLASHPROOF_LIBRARIES} flashproof
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
-# Every header of the installed layers. tools/ is the command-line program; of it only the diff
-# adapter (library flashproof_diff) is installed.
-install(DIRECTORY core frontend rewrites exec pipeline verify
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof
-  FILES_MATCHING PATTERN "*.h")
-install(FILES tools/diff_report.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof/tools)
+# The public headers: the library API a consumer calls (docs/packaging.md, "The library API"), and
+# every header they include, found by following their `#include "…"` lines through the source tree.
+# Nothing else is installed: the solver-facing internals (verify/smt/z3_common.h includes z3++.h),
+# the MPFR helpers, the code generators' internals and the command-line program's sources stay in
+# the tree. tools/ is the program; of it only the diff adapter (library flashproof_diff) is public.
+set(FLASHPROOF_PUBLIC_HEADERS
+  core/ir.h core/text_parser.h core/text_printer.h core/checker.h core/interpreter.h core/diagnostic.h
+  core/npy.h core/placement.h core/memory_report.h
+  frontend/attention.h frontend/tensor_expr.h frontend/lower.h frontend/autodiff.h
+  rewrites/tier.h rewrites/members.h rewrites/config.h
+  exec/executor.h
+  pipeline/checked_tier.h pipeline/prepared_program.h
+  verify/engine.h verify/report.h verify/diff_plan.h verify/compare.h verify/checkers.h
+  tools/diff_report.h)
+
+# The headers `roots` include, transitively, into `out` (paths relative to the source tree).
+function(flashproof_header_closure out)
+  set(todo ${ARGN})
+  set(done "")
+  while(todo)
+    list(POP_FRONT todo header)
+    if(header IN_LIST done)
+      continue()
+    endif()
+    if(NOT EXISTS ${PROJECT_SOURCE_DIR}/${header})
+      message(FATAL_ERROR "public header ${header} does not exist")
+    endif()
+    list(APPEND done ${header})
+    file(STRINGS ${PROJECT_SOURCE_DIR}/${header} includes REGEX "^#include \"[^\"]+\"")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+      # flashproof/version.h is generated (installed below).
+      if(NOT included MATCHES "^flashproof/")
+        list(APPEND todo ${included})
+      endif()
+    endforeach()
+  endwhile()
+  list(SORT done)
+  set(${out} ${done} PARENT_SCOPE)
+endfunction()
+
+flashproof_header_closure(FLASHPROOF_INSTALLED_HEADERS ${FLASHPROOF_PUBLIC_HEADERS})
+foreach(header IN LISTS FLASHPROOF_INSTALLED_HEADERS)
+  get_filename_component(folder ${header} DIRECTORY)
+  install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof/${folder})
+endforeach()
+# The list, for the package test and for a reader: share/flashproof/public-headers.txt.
+string(REPLACE ";" "\n" FLASHPROOF_INSTALLED_HEADERS_TEXT "${FLASHPROOF_INSTALLED_HEADERS}")
+file(WRITE ${PROJECT_BINARY_DIR}/cmake/public-headers.txt "${FLASHPROOF_INSTALLED_HEADERS_TEXT}\n")
+install(FILES ${PROJECT_BINARY_DIR}/cmake/public-headers.txt DESTINATION ${CMAKE_INSTALL_DATADIR}/flashproof)
 install(FILES ${PROJECT_BINARY_DIR}/generated/flashproof/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof)
 

@@ -1,5 +1,6 @@
 #include "core/diagnostic.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -36,7 +37,27 @@ void set_reproduce_command(std::string command) {
   reproduce_command() = std::move(command);
 }
 
+InternalError::InternalError(const InternalFailure& f)
+    : std::logic_error(fmt::format("internal error at {}:{}: {} ({})", f.file, f.line, f.message, f.condition)),
+      failure_(f) {}
+
+namespace {
+std::atomic<InternalFailureHandler>& failure_handler() {
+  static std::atomic<InternalFailureHandler> handler{nullptr};
+  return handler;
+}
+}  // namespace
+
+InternalFailureHandler set_internal_failure_handler(InternalFailureHandler handler) {
+  return failure_handler().exchange(handler);
+}
+
+void throw_internal_error(const InternalFailure& failure) {
+  throw InternalError(failure);
+}
+
 void internal_failure(const char* file, int line, const char* cond, const std::string& msg) {
+  if (InternalFailureHandler handler = failure_handler().load()) handler(InternalFailure{file, line, cond, msg});
   // Standard output is left unflushed on purpose: half a report must not pass for a whole one.
   std::fprintf(stderr,
                "flashproof: internal error at %s:%d: %s (%s)\n"

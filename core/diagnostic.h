@@ -61,9 +61,36 @@ class UserError : public std::runtime_error {
 #define FP_UNREACHABLE(...) ::fp::internal_failure(__FILE__, __LINE__, "unreachable", fmt::format(__VA_ARGS__))
 
 namespace fp {
-// Prints "flashproof: internal error at FILE:LINE: ..." and the command to reproduce it, flushes, and
-// ends the process with exit 70 (_Exit: no destructors, no abort signal, no core dump — the state
-// is already known to be broken, and the report is what the user needs).
+// A failed FP_INTERNAL_CHECK (or a reached FP_UNREACHABLE): where, the condition, the message.
+struct InternalFailure {
+  const char* file = "";
+  int line = 0;
+  const char* condition = "";
+  std::string message;
+};
+
+// What a handler that throws throws, for a library user that would rather catch a bug than lose
+// the process (and for tests that plant one).
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const InternalFailure& f);
+  const InternalFailure& failure() const { return failure_; }
+
+ private:
+  InternalFailure failure_;
+};
+
+// Called on every internal failure, before the default report. It may throw (throw_internal_error
+// is one such handler) or end the process itself; if it returns, the default runs. nullptr (the
+// default): none. Returns the handler it replaces. Process-wide; set it before starting threads.
+using InternalFailureHandler = void (*)(const InternalFailure&);
+InternalFailureHandler set_internal_failure_handler(InternalFailureHandler handler);
+// A handler that throws InternalError.
+[[noreturn]] void throw_internal_error(const InternalFailure& failure);
+
+// Runs the handler, then prints "flashproof: internal error at FILE:LINE: ..." and the command to
+// reproduce it, flushes, and ends the process with exit 70 (_Exit: no destructors, no abort signal,
+// no core dump — the state is already known to be broken, and the report is what the user needs).
 [[noreturn]] void internal_failure(const char* file, int line, const char* cond, const std::string& msg);
 // The command line internal_failure names ("reproduce with: ..."); main() records it at start-up.
 void set_reproduce_command(std::string command);

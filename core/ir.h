@@ -110,7 +110,8 @@ std::optional<Prec> parse_prec(std::string_view s);
 bool is_float(Prec p);
 // Bytes one cell occupies in a buffer.
 int prec_bytes(Prec p);
-// State precision of the online-softmax recurrence: f64 for f64, f32 for every other float.
+// The precision a running state (a scan's carried max and sum) is kept at for values of p: f64
+// for f64, f32 for every other float.
 Prec state_prec(Prec p);
 
 // How a node is placed. The frontend emits Materialized for intermediates; the placement pass may

@@ -1,6 +1,6 @@
 #pragma once
 // The memory report of a placed routine: every buffer (each node that is not virtual) with its
-// size, how many are seq×seq "square" buffers (the quadratic memory online softmax removes), the
+// size, how many are seq×seq "square" buffers (the quadratic memory a streaming softmax avoids), the
 // total, and the peak of the bytes live at once over the top-level statements. docs/placement.md
 // states the rules.
 

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 

@@ -13,13 +13,13 @@
 // unsupported version, malformed header, big-endian or unsupported dtype, Fortran order, a
 // declared shape whose data is not exactly what the file holds (checked before allocating, so a
 // huge declared shape is an error, never a huge allocation). Writing goes through an AtomicFile
-// (core/atomic_file.h): the file appears whole or not at all, and a failure is exit 73 (cannot
+// (core/support/atomic_file.h): the file appears whole or not at all, and a failure is exit 73 (cannot
 // create) or 74 (a write, flush or rename failed) naming the file.
 
 #include <string>
 #include <string_view>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/tensor.h"
 
 namespace fp {

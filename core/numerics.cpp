@@ -73,6 +73,10 @@ double bf16_value(std::uint16_t bits) {
   return fpc_bf16_value(bits);
 }
 
+double lowest_finite(Prec state) {
+  return -max_finite(state == Prec::F64 ? Prec::F64 : Prec::F32);
+}
+
 double max_finite(Prec p) {
   switch (p) {
     case Prec::F64:

@@ -46,6 +46,9 @@ inline double round_binary(double x) {
 // subnormal; i32: 1).
 double max_finite(Prec p);
 double min_positive(Prec p);
+// The lowest finite value of state_prec(state) (core/ir.h): -max_finite(f64) for f64,
+// -max_finite(f32) for every other precision.
+double lowest_finite(Prec state);
 // The smallest positive normal value of a float precision (f16: 2^-14; f32, bf16: 2^-126; f64:
 // 2^-1022), and its exponent; i32: 1 and 0.
 double min_normal(Prec p);

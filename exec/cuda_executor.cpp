@@ -19,9 +19,9 @@
 #include <mutex>
 #include <optional>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
-#include "core/sha256.h"
+#include "core/support/sha256.h"
 #include "exec/cuda_codegen.h"
 #include "exec/cuda_run.h"
 #include "exec/jit.h"

@@ -27,10 +27,10 @@
 #include <random>
 #include <sstream>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
-#include "core/private_directory.h"
-#include "core/sha256.h"
+#include "core/support/private_directory.h"
+#include "core/support/sha256.h"
 #include "exec/executor.h"
 
 extern char** environ;

@@ -6,7 +6,7 @@
 // The compiler runs with an argument vector (posix_spawnp), never through a shell; the source file
 // name is the key, so no routine name reaches the command line.
 //
-// The cache can never make flashproof run code it did not compile (core/private_cache.h): its
+// The cache can never make flashproof run code it did not compile (core/support/private_cache.h): its
 // directory is private (0700, refused otherwise), and an object is loaded only when its bytes
 // match the seal recorded when it was compiled — their SHA-256 under an HMAC with the per-user key
 // — and it is loaded through the very descriptor those bytes were read from
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/private_cache.h"
+#include "core/support/private_cache.h"
 
 namespace fp {
 
@@ -48,7 +48,7 @@ std::string default_cache_dir();
 // The JIT cache's size limit: $FLASHPROOF_JIT_CACHE_MAX (e.g. 4G), else 2 GiB.
 inline constexpr std::uint64_t kDefaultJitCacheBytes = std::uint64_t{2} << 30;
 std::uint64_t jit_cache_limit();
-// The JIT cache at `dir` (core/private_cache.h); CUDA cubins are kept there too.
+// The JIT cache at `dir` (core/support/private_cache.h); CUDA cubins are kept there too.
 CacheSpec jit_cache_spec(const std::string& dir);
 
 // A loaded shared object; dlclose on destruction. It was loaded through the descriptor `fd`

@@ -10,6 +10,7 @@
 #include "core/numerics.h"
 #include "fuzz/hostile_data.h"
 #include "rewrites/config.h"
+#include "rewrites/members.h"
 
 namespace fp::fuzz {
 
@@ -241,14 +242,25 @@ std::optional<double> draw_scale(Prec p) {
   }
 }
 
+// One drawn value of a member's config key, as --set writes it ("": the key left unset).
+std::string draw_value(ConfigType type) {
+  switch (type) {
+    case ConfigType::Bool:
+      return pick<std::string>({"", "true", "false"});
+    case ConfigType::Int:
+      return pick<std::string>({"", "1", "2", "3", "4", "8", "0"});
+    case ConfigType::IntOrAuto:
+      return pick<std::string>({"", "1", "2", "3", "4", "8", "0", "auto"});
+  }
+  return "";
+}
+
+// Every registered member's config keys, each drawn (or left unset), in registry order.
 std::vector<std::string> draw_settings() {
   std::vector<std::string> out;
-  const std::string os = pick<std::string>({"", "true", "false"});
-  const std::string osb = pick<std::string>({"", "true", "false"});
-  const std::string block = pick<std::string>({"", "1", "2", "3", "4", "8", "0", "auto"});
-  if (!os.empty()) out.push_back("online_softmax=" + os);
-  if (!osb.empty()) out.push_back("online_softmax_backward=" + osb);
-  if (!block.empty()) out.push_back("online_softmax_block=" + block);
+  for (const Member& m : tier_members())
+    for (const ConfigKeySpec& k : m.config_keys)
+      if (std::string v = draw_value(k.type); !v.empty()) out.push_back(k.name + "=" + v);
   return out;
 }
 

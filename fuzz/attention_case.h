@@ -9,13 +9,14 @@
 //     "spec": {"batch": 1, "heads": 1, "sq": 4, "sk": 4, "d": 2, "e": 2, "dmodel": 0,
 //              "scale": null, "mask": "none", "mask_fill": "-inf", "dropout": 0.0,
 //              "precision": "f32", "train": false, "leaf": true, "layers": 1},
-//     "settings": ["online_softmax=true", "online_softmax_block=2"],
+//     "settings": ["<gate>=true", "<key>=2"],
 //     "lookalike": "none", "lookalike_seed": 0, "data_seed": 1, "hostile_percent": 0
 //   }
 // "scale": null is the default 1/sqrt(d). When parsing, a missing key keeps its default (the
 // AttentionCase and AttentionSpec defaults); an unknown key, a value of the wrong type, an
 // invalid spec (AttentionSpec's rules), a setting that is not key=value for a declared key with a
-// valid value, an unknown look-alike or a percentage outside 0..100 is malformed.
+// valid value, an unknown look-alike or a percentage outside 0..100 is malformed. The settings are
+// --set's KEY=VALUE for the config keys the registered members declare (rewrites/members.h).
 
 #include <rapidcheck.h>
 
@@ -32,7 +33,7 @@ namespace fp::fuzz {
 
 struct AttentionCase {
   AttentionSpec spec;                 // small: sq, sk in 1..12, d, e in 1..4, batch/heads 1..2, layers 1..2
-  std::vector<std::string> settings;  // tier settings as for --set: "online_softmax=true", ...
+  std::vector<std::string> settings;  // tier settings as for --set: "KEY=VALUE", ...
   Lookalike lookalike = Lookalike::None;
   std::uint64_t lookalike_seed = 0;
   std::uint64_t data_seed = 1;
@@ -65,7 +66,7 @@ struct AttentionCaseOptions {
 // Draws every mask kind (prefix/padding up to sk: padding:sk leaves no key), fills -inf, finite,
 // nan and +inf, the default scale or a random normal number of the precision or 0, sq != sk
 // often, every float precision, leaf and non-leaf, stacked layers, training steps, dropout,
-// every combination of the online-softmax gates and block sizes, a look-alike about 30% of the
+// every registered member's config keys drawn or left unset, a look-alike about 30% of the
 // time, hostile data sometimes. Shrinks toward the smallest sizes, mask none, fill -inf, f32, one
 // layer, no training, no dropout, no settings, no look-alike and hostile 0.
 rc::Gen<AttentionCase> gen_attention_case(AttentionCaseOptions opts = {});

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <set>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "fuzz/corpus.h"
 #include "fuzz/crash_guard.h"

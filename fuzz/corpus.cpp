@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
-#include "core/sha256.h"
+#include "core/support/sha256.h"
 
 namespace fp::fuzz {
 namespace fs = std::filesystem;

@@ -9,9 +9,9 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_directory.h"
-#include "core/executable_path.h"
-#include "core/sha256.h"
+#include "core/support/atomic_directory.h"
+#include "core/support/executable_path.h"
+#include "core/support/sha256.h"
 #include "flashproof/version.h"
 #include "fuzz/corpus.h"
 

@@ -139,11 +139,11 @@ class Editor {
     for (std::size_t i = static_cast<std::size_t>(p_writer_) + 1; i < r_.body->body.size(); ++i) {
       auto v = view(r_.body->body[i]);
       if (v && reads(v->set->value, p_node_)) {
-        value_pass_ = static_cast<int>(i);
+        pv_nest_ = static_cast<int>(i);
         break;
       }
     }
-    if (p_writer_ < 0 || value_pass_ < 0) return false;
+    if (p_writer_ < 0 || pv_nest_ < 0) return false;
     prec_ = r_.find_node(n("row_sum"))->prec;
     return true;
   }
@@ -277,7 +277,7 @@ class Editor {
     if (sk >= 2) {
       options.push_back({sum_, n("exps"), 3});
       options.push_back({max_, x_, 3});
-      options.push_back({value_pass_, p_node_, 3});
+      options.push_back({pv_nest_, p_node_, 3});
     }
     if (sq >= 2) options.push_back({sum_, n("exps"), 1});
     if (options.empty()) return std::nullopt;
@@ -359,8 +359,8 @@ class Editor {
         step = binary(BinOp::Mul, p, p, prec_);
         break;
     }
-    const Nest vp = at(value_pass_);
-    replace(value_pass_,
+    const Nest vp = at(pv_nest_);
+    replace(pv_nest_,
             with_set(vp.loops, vp.set->name, vp.set->indices, rename_reads(vp.set->value, p_node_, kept)));
     insert(p_writer_ + 1, with_set(w.loops, kept, idx, step));
     return finish();
@@ -378,7 +378,7 @@ class Editor {
   SplitMix64 rng_;
   std::string sfx_, x_, p_node_;
   int max_init_ = -1, max_ = -1, shifted_ = -1, exps_ = -1, sum_ = -1, probs_ = -1, p_writer_ = -1,
-      value_pass_ = -1;
+      pv_nest_ = -1;
   Prec prec_ = Prec::F32;
   Routine out_;
   std::vector<StmtP> body_;

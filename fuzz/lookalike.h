@@ -2,8 +2,8 @@
 // Look-alikes of a lowered attention program (frontend/attention.h): small edits of the composed
 // softmax chain that leave a program which still looks like attention to a pattern matcher but is
 // not the same computation, or is the same computation spelled so that a shortcut would break it.
-// The online-softmax rewrites (rewrites/online_softmax/) must decline each one or rewrite it
-// faithfully; the fuzzing targets check that against the interpreter and the verifier.
+// Every rewrite of the tier must decline each one or rewrite it faithfully; the fuzzing targets
+// check that against the interpreter and the verifier.
 //
 // Every look-alike edits one layer's chain (drawn from the seed when there are several), names
 // its new nodes after the chain's (`row_max2`, `l_copy`, ... plus the layer's suffix) and returns
@@ -16,12 +16,12 @@
 //                        the sum nest turned into a max
 //   shifted-read         a reduction reads its operand one key (or one query) further on, with
 //                        its loop one shorter so the read stays in bounds: the sum, the max or
-//                        the value pass
+//                        the p·v contraction
 //   extra-reader-of-l    a new output written from the normalizer l (l, or m + l) after the chain
 //   extra-reader-of-p    a new output written from the probabilities (or the exps) after it
 //   extra-reader-of-max  a new output written from the row max after it
-//   dropout-like-step    an elementwise step between the probabilities and the value pass (a
-//                        scaling, a threshold on p itself, p squared) that the value pass reads
+//   dropout-like-step    an elementwise step between the probabilities and the p·v contraction (a
+//                        scaling, a threshold on p itself, p squared) that the p·v contraction reads
 //   sum-without-exp      the normalizer sums the shifted scores instead of their exps
 // A kind that cannot apply (no chain, or the sizes leave no room: a shift over one key) gives
 // nullopt.

@@ -45,9 +45,11 @@ rc::Gen<std::string> verify_input() {
   o.max_layers = 1;
   return rc::gen::apply(
       [](AttentionCase c, std::int64_t app, std::int64_t mutant) {
-        // The tier must be on for there to be anything to verify; the other gates stay random.
-        std::erase_if(c.settings, [](const std::string& s) { return s.rfind("online_softmax=", 0) == 0; });
-        c.settings.insert(c.settings.begin(), "online_softmax=true");
+        // Every member must be on for there to be anything to verify; their other keys stay random.
+        for (const Member& m : tier_members()) {
+          std::erase_if(c.settings, [&](const std::string& s) { return s.rfind(m.gate + "=", 0) == 0; });
+          c.settings.insert(c.settings.begin(), m.gate + "=true");
+        }
         return case_header_text("application", app, "mutant", mutant, attention_case_text(c));
       },
       gen_attention_case(o), rc::gen::inRange<std::int64_t>(0, 4),

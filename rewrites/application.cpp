@@ -41,10 +41,7 @@ std::string format_application(const Application& a) {
     for (const auto& c : o.covers) covers += fmt::format("{}{}", covers.empty() ? "" : "; ", c.cells);
     out += fmt::format("  claim {} {}: {}\n", obligation_kind_name(o.kind), o.claim, o.description);
     out += fmt::format("    covers: {}\n", covers);
-    if (o.bound)
-      out += fmt::format("    bound terms: {} terms, storage {}, state {}{}\n", o.bound->terms,
-                         prec_name(o.bound->storage), prec_name(o.bound->state),
-                         o.bound->block ? fmt::format(", blocks of {}", o.bound->block) : std::string());
+    if (o.bound) out += fmt::format("    bound terms: {}\n", o.bound->text());
   }
   return out;
 }

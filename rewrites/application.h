@@ -4,6 +4,7 @@
 // code). verify/ turns obligations into verdicts; `flashproof rewrite --explain` prints both.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,44 +15,55 @@
 namespace fp {
 
 // exact: every covered cell is bitwise equal to the original routine's, for every input.
-// bounded: every covered cell is within a rounding bound of the original's (BoundTerms says what
-// the bound is about), NaN exactly where the original has NaN.
+// bounded: every covered cell is within a rounding bound of the original's (the obligation's
+// BoundParameters say what the bound is a function of), NaN exactly where the original has NaN.
 enum class ObligationKind : std::uint8_t { Exact, Bounded };
 const char* obligation_kind_name(ObligationKind k);  // "exact", "bounded"
 
 // The cells a claim covers: `cells` is the node read with the rewritten nest's symbols and their
-// ranges, e.g. "l[b, s] for b in 0..1, s in 0..3".
+// ranges, e.g. "o[i] for i in 0..3".
 struct Cover {
   std::string node;
   std::string cells;
 };
 
-// What a bounded claim's rounding bound is a function of: a sum of `terms` exponentials
-// reassociated into a running rescaled sum, stored at `storage`, carried at `state`.
-struct BoundTerms {
-  std::int64_t terms = 0;
-  Prec storage = Prec::F32;
-  Prec state = Prec::F32;
-  std::int64_t block = 0;  // keys per block of a block fold (min(B, terms)); 0: one key per step
+// What a bounded claim's rounding bound is a function of (term counts, precisions, block sizes),
+// as the member that made the claim states it. The member defines the concrete type beside its
+// rewriter and its proofs read it back with their own type (dynamic_cast); the engine only prints
+// it (--explain) and keys cached verdicts by it, so it names nothing of the member.
+struct BoundParameters {
+  virtual ~BoundParameters() = default;
+  // One line for --explain, e.g. "4 terms, storage f16, state f32".
+  virtual std::string text() const = 0;
+  // Canonical and complete: two parameters with the same identity bound the same claim the same
+  // way (the proof cache's key includes it).
+  virtual std::string identity() const = 0;
 };
 
 struct Obligation {
   ObligationKind kind = ObligationKind::Exact;
-  std::string claim;        // stable id of the claim, e.g. "normalizer-sum"
+  std::string claim;        // stable id of the claim, declared by the shape (ClaimSpec::id)
   std::string description;  // one sentence
   std::vector<Cover> covers;
-  std::optional<BoundTerms> bound;  // bounded claims only
+  std::shared_ptr<const BoundParameters> bound;  // bounded claims whose bound has parameters
 };
 
+// The member's own parameters of `ob`'s bound, or nullptr when it has none of type T.
+template <class T>
+const T* bound_parameters(const Obligation& ob) {
+  return dynamic_cast<const T*>(ob.bound.get());
+}
+
 struct Application {
-  std::string member;  // "online-softmax"
-  std::string shape;   // "online-softmax.normalizer-scan"
+  std::string member;  // the member's id
+  std::string shape;   // the shape's id, "<member>.<shape>"
   int round = 0;       // tier round (1-based)
   // Top-level statement positions (1-based, in the round's input routine) the match consumed,
   // the anchor first, and their source lines (0 for routines built in memory).
   std::vector<int> statements;
   std::vector<int> lines;
-  // Role -> node, in a fixed order per shape, e.g. {"x", "scores"}, {"m", "m"}.
+  // Role -> node, in a fixed order per shape (the member names its roles; its proofs read them
+  // back through the member's own typed accessors).
   std::vector<std::pair<std::string, std::string>> matched;
   std::string emitted;  // one sentence summarizing what replaced the matched statements
   // How many new top-level statements replace the anchor, when the member knows (0: the new run
@@ -61,7 +73,7 @@ struct Application {
   std::vector<Obligation> obligations;
 };
 
-// The node an application matched in `role` ("p", "m", ...), or "" when it records none.
+// The node an application matched in `role`, or "" when it records none.
 std::string matched_node(const Application& a, const std::string& role);
 
 struct Decline {
@@ -70,7 +82,7 @@ struct Decline {
   int round = 0;
   int statement = 0;  // the anchor's top-level position (1-based)
   int line = 0;       // its source line, 0 when built in memory
-  std::string code;   // stable kebab-case reason code, e.g. "chain-precision-mismatch"
+  std::string code;   // stable kebab-case reason code
   std::string sentence;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // The tier's configuration: keys, profiles, and how they are set (profile < environment <
-// command line). Profiles follow the specification (docs/online_softmax.md).
+// command line). The profiles are docs/rewrites.md's.
 //
 // Keys are declared, not listed here: the tier declares its own (placement_config_keys(), e.g.
 // virtualize_max_inline_reduction) and every member declares its gate and options beside its
@@ -85,7 +85,7 @@ Config make_config(const std::string& profile, const std::vector<std::string>& s
 // The process environment's FLASHPROOF_* variables.
 std::map<std::string, std::string> flashproof_environment();
 
-// "profile=default online_softmax=false ..." for reports: the profile, then every key.
+// "profile=default my_member=false ..." for reports: the profile, then every key.
 std::string describe_config(const Config& c);
 
 }  // namespace fp

@@ -23,14 +23,14 @@ namespace fp {
 // layer never sees verify/ — and an obligation whose checker is not registered ends unknown
 // (unsupported), never proved.
 struct ClaimSpec {
-  std::string id;  // stable, e.g. "normalizer-sum"; an obligation's `claim`
+  std::string id;  // stable, e.g. "my-claim"; an obligation's `claim`
   ObligationKind kind = ObligationKind::Exact;
   std::string checker;      // e.g. "bitwise", "all-sizes-lift.loop-permutation"
   std::string description;  // one line
 };
 
 struct ShapeInfo {
-  std::string id;           // "online-softmax.normalizer-scan"
+  std::string id;           // "<member>.<shape>", e.g. "my-member.my-shape"
   std::string claim;        // "exact" or "bounded": what its applications claim (list-rewrites)
   std::string description;  // one line
   std::vector<ClaimSpec> claims;
@@ -58,7 +58,7 @@ struct MemberContext {
 // (rewrites/members.h) and name none of them.
 struct Member {
   std::string id;           // kebab-case, stable
-  std::string gate;         // the Bool config key that turns it on, e.g. "online_softmax"
+  std::string gate;         // the Bool config key that turns it on, e.g. "my_member"
   std::string description;  // one line
   std::vector<ConfigKeySpec> config_keys;  // the gate first
   std::vector<ShapeInfo> shapes;

@@ -23,7 +23,7 @@ namespace fp {
 inline constexpr int kMaxTierRounds = 8;
 
 struct TierOptions {
-  // Member ids or shape ids ("online-softmax", "online-softmax.value-pass-hoist"). `only`
+  // Member ids or shape ids ("my-member", "my-member.my-shape"). `only`
   // non-empty: nothing outside it applies. `disable`: nothing in it applies. Config gates still
   // apply on top of both. An unknown id is a usage error (UserError 64) naming it.
   std::vector<std::string> only;
@@ -47,8 +47,7 @@ struct RewriteResult {
   // once (with round 1).
   std::vector<Decline> declines;
   std::vector<RoundSnapshot> rounds;
-  // Lines for --explain about members that did not run ("online-softmax: gate online_softmax
-  // is off").
+  // Lines for --explain about members that did not run ("my-member: gate my_member is off").
   std::vector<std::string> notes;
   int rounds_run = 0;
 

@@ -15,7 +15,7 @@
 #include <memory>
 #include <sstream>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/interpreter_program.h"
 #include "core/memory_report.h"

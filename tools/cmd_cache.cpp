@@ -18,9 +18,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "core/cache_auth_key.h"
+#include "core/support/cache_auth_key.h"
 #include "core/diagnostic.h"
-#include "core/private_cache.h"
+#include "core/support/private_cache.h"
 #include "exec/jit.h"
 #include "tools/command.h"
 #include "tools/shared_options.h"

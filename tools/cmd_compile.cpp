@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/memory_report.h"
 #include "exec/c_codegen.h"

@@ -17,10 +17,10 @@
 #include <memory>
 #include <set>
 
-#include "core/atomic_directory.h"
+#include "core/support/atomic_directory.h"
 #include "core/diagnostic.h"
 #include "core/diagnostic_render.h"
-#include "core/executable_path.h"
+#include "core/support/executable_path.h"
 #include "core/npy.h"
 #include "exec/executor.h"
 #include "flashproof/version.h"

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "core/diagnostic.h"
-#include "core/executable_path.h"
+#include "core/support/executable_path.h"
 #include "fuzz/campaign.h"
 #include "fuzz/shards.h"
 #include "fuzz/target.h"

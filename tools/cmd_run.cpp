@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/input_validation.h"
 #include "core/interpreter.h"

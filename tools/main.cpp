@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/diagnostic.h"
-#include "core/executable_path.h"
+#include "core/support/executable_path.h"
 #include "core/diagnostic_render.h"
 #include "flashproof/version.h"
 #include "tools/cli_errors.h"

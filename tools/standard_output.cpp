@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 
 namespace fp::cli {

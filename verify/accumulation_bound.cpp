@@ -10,8 +10,7 @@
 #include <stdexcept>
 
 #include "core/access_census.h"
-#include "verify/bounds/backward_bound.h"
-#include "verify/bounds/bound_formula.h"
+#include "verify/bounds/rounding_model.h"
 #include "verify/loop_nest.h"
 #include "verify/plan_decline.h"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "verify/case_writer.h"
 #include "verify/phase_clock.h"
 #include "verify/size_reduction.h"

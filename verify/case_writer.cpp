@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "core/atomic_directory.h"
-#include "core/executable_path.h"
+#include "core/support/atomic_directory.h"
+#include "core/support/executable_path.h"
 #include "core/npy.h"
 #include "core/text_printer.h"
 

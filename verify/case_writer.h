@@ -6,10 +6,10 @@
 //   DIR/<input>.npy          the minimized inputs
 //   DIR/replay.sh            the replay: flashproof verify --src … --tgt … --claim … --inputs DIR
 //                            (exit 1: the claim fails on these inputs), run with the flashproof
-//                            binary that wrote the case (core/executable_path.h), PATH's only when
+//                            binary that wrote the case (core/support/executable_path.h), PATH's only when
 //                            that file is gone
 //   DIR/README.txt           what differs, and the command
-// The directory appears complete or not at all (core/atomic_directory.h); a write failure is a
+// The directory appears complete or not at all (core/support/atomic_directory.h); a write failure is a
 // UserError 73/74 naming the file, and an earlier case of the same name stays until the new one is
 // complete.
 
@@ -29,7 +29,7 @@ Counterexample write_case(const std::string& dir, const Routine& src, const Rout
                           const TensorMap& inputs, const NodeCheck& check, const Mismatch& mismatch,
                           const std::string& origin, const std::vector<ExtentReduction>& extents = {});
 
-// A directory name from an obligation id ("1.normalizer-sum" stays; other characters become _).
+// A directory name from an obligation id ("1.some-claim" stays; other characters become _).
 std::string sanitize_id(const std::string& id);
 
 }  // namespace fp::verify

@@ -9,24 +9,21 @@
 #include "rewrites/members.h"
 #include "verify/case_writer.h"
 #include "verify/checkers/builtin.h"
+#include "verify/proofs.h"
 
 namespace fp::verify {
 
 namespace {
 
-// The product's checkers: one line each.
+// The engine's checkers, then every product member's (verify/proofs.cpp).
 std::vector<Checker> product_checkers() {
-  return {
+  std::vector<Checker> checkers = {
       bitwise_checker(),
       relative_checker(),
       loop_permutation_lift_checker(),
-      normalizer_max_lift_checker(),
-      online_normalizer_bound_checker(),
-      block_fold_sum_bound_checker(),
-      block_fold_output_bound_checker(),
-      fused_backward_bound_checker(),
-      fused_backward_dv_checker(),
   };
+  for (auto& c : member_checkers()) checkers.push_back(std::move(c));
+  return checkers;
 }
 
 std::vector<Checker>& registry() {
@@ -69,14 +66,21 @@ const Checker* checker_for(const Task& t, std::string* why) {
   return c;
 }
 
-ScopedCheckerRegistration::ScopedCheckerRegistration(Checker c) : id_(c.id) {
-  FP_INTERNAL_CHECK(find_checker(c.id) == nullptr, "a checker '{}' is already registered", c.id);
-  registry().push_back(std::move(c));
+ScopedCheckerRegistration::ScopedCheckerRegistration(Checker c) : ScopedCheckerRegistration(std::vector{std::move(c)}) {}
+
+ScopedCheckerRegistration::ScopedCheckerRegistration(std::vector<Checker> checkers) {
+  for (auto& c : checkers) {
+    FP_INTERNAL_CHECK(find_checker(c.id) == nullptr, "a checker '{}' is already registered", c.id);
+    ids_.push_back(c.id);
+    registry().push_back(std::move(c));
+  }
 }
 
 ScopedCheckerRegistration::~ScopedCheckerRegistration() {
   auto& r = registry();
-  r.erase(std::remove_if(r.begin(), r.end(), [&](const Checker& c) { return c.id == id_; }), r.end());
+  r.erase(std::remove_if(r.begin(), r.end(),
+                         [&](const Checker& c) { return std::find(ids_.begin(), ids_.end(), c.id) != ids_.end(); }),
+          r.end());
 }
 
 std::vector<std::string> covered_nodes(const Task& t) {

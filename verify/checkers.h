@@ -4,26 +4,14 @@
 // and names no member, shape or claim itself. An obligation whose claim or checker is not
 // registered ends unknown (unsupported construct), never proved.
 //
-// The product's checkers (verify/checkers/, listed one line each in checkers.cpp):
+// The engine's own checkers (verify/checkers/, checkers/builtin.h):
 //   bitwise                             every covered cell bitwise equal (pair_check.h)
 //   relative                            a hand-written bounded:REL pair (pair_check.h)
 //   all-sizes-lift.loop-permutation     loops moved inside a reduction keep every cell's
-//                                       summation order, for every extent (value_pass_lift.h),
-//                                       plus the bitwise check at the routine's sizes
-//   certified-bound.block-fold-sum      the block fold's l against the composed sum: the same check
-//                                       with the fold's recurrence (blocks of b), its induction for
-//                                       every (n, b) and MPFR rows through the fold (docs/bounds.md §7)
-//   certified-bound.block-fold-output   the block fold's O against the composed (p / l)·v per cell,
-//                                       relative to Σ(|p| + κ)|v|: its recurrence by term identity,
-//                                       its induction for every (n, b), MPFR rows (docs/bounds.md §7)
-//   certified-bound.fused-backward      the fused backward's dQ / dK per cell within docs/bounds.md §8:
-//                                       term identity with the fused form, the bound confirmed on
-//                                       adversarial inputs; else refuted when the pair's f64 shadows
-//                                       differ beyond 1e-8, or unknown; its joint plan holds diff
-//                                       --rewrite's gradients to §8.1 (fused_backward_diff_plan.h)
-//   certified-bound.online-normalizer   an online (max, rescaled sum) recurrence against the
-//                                       composed sum: recurrence proof, certified bound,
-//                                       downstream bounds (normalizer_check.h, docs/bounds.md)
+//                                       summation order, for every extent (loop_permutation_lift.h),
+//                                       plus the bitwise check of a small instance
+// Each member's checkers live in its proof folder (verify/<member>/) and are registered with one
+// line in verify/proofs.cpp; docs/rewrites.md lists them all.
 
 #include <functional>
 #include <optional>
@@ -48,8 +36,7 @@ struct Checker {
                                               double exp_ulp, std::string* why)>
       plan;
   // Bounded claims whose bound is stated jointly with how other applications perturb what their
-  // own reads (the fused backward's gradients after a rewritten forward, docs/bounds.md §8.1): the
-  // plan given `upstream`. Its checks hold whatever other applications perturb upstream of the
+  // own reads (a backward's gradients after a rewritten forward, say): the plan given `upstream`. Its checks hold whatever other applications perturb upstream of the
   // nodes it read through `upstream`; a plan returns nullopt, with `why`, where a perturbation it
   // cannot carry reaches them. Takes the place of `plan` when set.
   std::function<std::optional<DownstreamPlan>(const Routine& src, const Application& app, const Obligation& ob,
@@ -67,16 +54,18 @@ std::vector<std::string> checker_ids();
 // its shape declares for its claim. nullptr, with `why`, when none is declared or registered.
 const Checker* checker_for(const Task& t, std::string* why);
 
-// Registers `c` for the object's lifetime (tests); its id must be new.
+// Registers `c` (or a member's list of checkers) for the object's lifetime (tests); every id must
+// be new.
 class ScopedCheckerRegistration {
  public:
   explicit ScopedCheckerRegistration(Checker c);
+  explicit ScopedCheckerRegistration(std::vector<Checker> checkers);
   ~ScopedCheckerRegistration();
   ScopedCheckerRegistration(const ScopedCheckerRegistration&) = delete;
   ScopedCheckerRegistration& operator=(const ScopedCheckerRegistration&) = delete;
 
  private:
-  std::string id_;
+  std::vector<std::string> ids_;
 };
 
 // What the checkers share.

@@ -48,9 +48,10 @@ struct NodeCheck {
   // hand-written bounded:REL claim is strict (an infinity must be matched exactly).
   bool overflow_tolerant = false;
   // With overflow_tolerant: how many times the per-cell magnitude (Scaled's scale, Relative's |s|)
-  // an intermediate may grow to — the block fold's partial numerators, up to about Σ|v| against
-  // the running maximum (block_fold_output_bound.cpp: 2·max(n, 1/κ)), overflow (with either sign)
-  // while O would not. A one-sided overflow is then
+  // an intermediate of the target may grow to before the cell is final (a running sum that is
+  // rescaled later, say: the checker that states the bound states the headroom), so that the
+  // intermediate may overflow (with either sign) while the final value would not. A one-sided
+  // overflow is then
   // within the bound when (magnitude + allowed)·headroom reaches the threshold: outside the bound's
   // no-overflow hypothesis, not a counterexample.
   double overflow_headroom = 1;
@@ -97,8 +98,8 @@ double cell_ratio(const NodeCheck& c, double src, double tgt, double scale);
 // rel·scale) + abs. +inf where that is not a bound on |tgt - src|: a non-finite source or bound, a
 // cell where the check would excuse an overflow (overflow_tolerant: the source plus the allowed error,
 // times the headroom, reaches the threshold, so the target may be ±inf or NaN there), or any other
-// kind of check. What a bound carried from this one (verify/accumulation_bound.h,
-// verify/fused_backward_diff_plan.h) may assume of the cell.
+// kind of check. What a bound carried from this one (verify/accumulation_bound.h, or a member's
+// joint plan, Checker::joint_plan) may assume of the cell.
 double certified_cell_error(const NodeCheck& c, double src, double scale);
 
 // Every cell of `tgt` against `src`. `scale`: a Scaled check's per-cell magnitudes (from the

@@ -35,11 +35,10 @@ std::optional<DownstreamPlan> certified_plan(const Routine& src, const Applicati
 }
 
 // The stand-in relative tolerance of outputs `ob` reaches without a certified bound; without a
-// checker that states one, 64 units of f32 roundoff per term (a loose, never-certified stand-in).
+// checker that states one, 64 units of f32 roundoff (a loose, never-certified stand-in).
 double stand_in_tolerance(const Application& app, const Obligation& ob) {
   if (const Checker* c = bounded_checker(app, ob); c && c->stand_in_tolerance) return c->stand_in_tolerance(ob, kExpUlp);
-  const std::int64_t terms = ob.bound ? ob.bound->terms : 1;
-  return 64.0 * static_cast<double>(terms) * 0x1p-24;
+  return 64.0 * 0x1p-24;
 }
 
 // Nodes whose values depend on any of `from` (coarse: every node a top-level statement writes

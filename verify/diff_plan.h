@@ -2,8 +2,8 @@
 // What each output of a `flashproof diff --rewrite` is compared with (docs/executors.md):
 //  - outputs no bounded claim reaches: bitwise;
 //  - outputs with a certified bound — the plan the claim's checker derives (verify/checkers.h,
-//    Checker::plan; for the online normalizer: the normalizer within its certified REL relative
-//    to |l|, the probabilities relative to |P|, the value contraction relative to Σ|P·v| per cell,
+//    Checker::plan; for a reassociated sum l, say: l within its certified REL relative to |l|,
+//    the quotients P = e / l relative to |P|, a contraction of P relative to Σ|P·v| per cell,
 //    verify/downstream_bounds.h): that bound, computed per cell from the original run instrumented
 //    with Σ|P·v|;
 //  - outputs downstream of a bounded claim without a certified bound (a second layer fed by a

@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "core/checker.h"
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "verify/checkers.h"
 #include "verify/compare.h"
 #include "verify/phase_clock.h"

@@ -11,7 +11,7 @@
 
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
-#include "verify/bounds/bound_formula.h"
+#include "verify/bounds/rounding_model.h"
 #include "verify/loop_nest.h"
 #include "verify/symbolic/symexec.h"
 
@@ -264,24 +264,6 @@ DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& match
           a.rho, a.scaled ? "Σ|w·v|" : "|" + node + "_src|", 0});
   }
   return plan;
-}
-
-std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Application& app,
-                                                  const Obligation& ob, double exp_ulp, std::string* why) {
-  auto fail = [&](std::string w) -> std::optional<DownstreamPlan> {
-    if (why) *why = std::move(w);
-    return std::nullopt;
-  };
-  if (ob.kind != ObligationKind::Bounded || !ob.bound || ob.covers.empty())
-    return fail(fmt::format("{} is not a bounded claim with bound terms", ob.claim));
-  const BoundTerms& bt = *ob.bound;
-  const NormalizerBound nb = bt.block > 0 ? fold_bound(bt.storage, bt.state, bt.terms, bt.block, exp_ulp)
-                                         : normalizer_bound(bt.storage, bt.state, bt.terms, exp_ulp);
-  if (!nb.defined) return fail("no certified bound: " + nb.undefined_reason);
-  if (app.statements.empty()) return fail("the application names no anchor statement");
-  const auto anchor_pos = static_cast<std::size_t>(app.statements[0] - 1);
-  if (anchor_pos >= top_level_statements(src).size()) return fail("the anchor statement is out of range");
-  return plan_downstream(src, app.statements, anchor_pos, ob.covers[0].node, nb.rel);
 }
 
 Routine instrument_source(const Routine& src, const std::vector<const DownstreamPlan*>& plans,

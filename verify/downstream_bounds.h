@@ -43,9 +43,9 @@ struct DownstreamPlan {
   std::vector<std::string> note_nodes;   // the node each note is about
   std::vector<std::pair<std::size_t, StmtP>> aux;  // Σ|a·b| nests, after a top-level position
   std::vector<Node> absdot_nodes;        // their f64 nodes (outputs)
-  // Checks whose per-cell scale is computed after the source run, from its values (the fused
-  // backward's gradients, verify/fused_backward_diff_plan.h): the nodes that run must also return,
-  // and the step that adds the scale nodes to its outputs. It returns the checks this run falls
+  // Checks whose per-cell scale is computed after the source run, from its values (a member's
+  // plan whose bound depends on the data, not only on the sizes): the nodes that run must also
+  // return, and the step that adds the scale nodes to its outputs. It returns the checks this run falls
   // outside of (values outside the bound's hypotheses: a non-finite input), each with why: those
   // outputs have no certified statement on this run.
   std::vector<std::string> watched;
@@ -64,11 +64,6 @@ using UpstreamOf = std::function<Upstream(const std::string& node)>;
 // `matched` (1-based positions of the application) are part of the match and skipped.
 DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& matched, std::size_t anchor_pos,
                                const std::string& l, double rel_l);
-
-// The certified plan of a bounded online-softmax obligation (its normalizer REL at `exp_ulp`), or
-// nullopt with `why` when the formula has no certified form at these terms.
-std::optional<DownstreamPlan> plan_for_obligation(const Routine& src, const Application& app,
-                                                  const Obligation& ob, double exp_ulp, std::string* why);
 
 // The check of one reduction O += a·b at top-level position `pos` of `src` against
 // |O_tgt - O_src| <= rel·Σ|a·b| + abs (Scaled, overflow tolerant), with its Σ|a·b| nest; with

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "verify/verdict_cache.h"
 
 namespace fp::verify {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rewrites/tier.h"
+#include "verify/engine_options.h"
 #include "verify/task.h"
 #include "verify/verdict.h"
 
@@ -28,26 +29,6 @@ struct ProgressSink {
   virtual void finished(const Task& t, const Verdict& v) = 0;
   // The phase an obligation entered (verify/phase_clock.h); from the discharging thread.
   virtual void phase(const Task& /*t*/, const std::string& /*phase*/) {}
-};
-
-struct EngineOptions {
-  Limits limits;
-  bool use_cache = true;       // false: neither read nor write the proof cache
-  bool refresh_cache = false;  // compute every verdict, then store it (--cache=refresh)
-  std::string cache_dir;       // default: ProofCache::default_dir()
-  std::string dump_smt_dir;  // write every solver query here (disables cache reads)
-  std::string cex_dir = "flashproof-cex";
-  // Shrink a refuted verdict's case to smaller extents before minimizing its cells
-  // (verify/size_reduction.h); off writes it at the obligation's sizes.
-  bool reduce_case_sizes = true;
-  int jobs = 1;
-  // Wall-clock budget of the whole run (every obligation); none when unset. Obligations it cuts
-  // short or never starts end unknown (resource limit), like those their own budget_s stops.
-  std::optional<double> run_budget_s;
-  // The interpreter's memory per concrete check (--max-memory; verify/compare.h): none when unset.
-  std::optional<std::int64_t> interpreter_memory_bytes;
-  std::string interpreter_memory_origin;
-  ProgressSink* progress = nullptr;
 };
 
 // Discharges one task (no cache).

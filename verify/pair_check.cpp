@@ -4,10 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
+#include <map>
+#include <optional>
 
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
@@ -103,6 +104,216 @@ std::string concrete_scope(const Routine& r) {
   return s + ")";
 }
 
+namespace {
+
+// What the phases of check_pair share: the pair, its runner on the interpreter, the options, the
+// claim's word for messages and the one term store both sides run into.
+struct PairContext {
+  const Routine& src;
+  const std::vector<std::string>& nodes;
+  PairRunner& runner;
+  const PairCheckOptions& o;
+  const char* claim;
+  TermStore& store;
+};
+
+// Symbolic execution of both sides into one store, each side's terms checked against the
+// interpreter, into `cells` (every covered cell's pair of terms); false when the term budget ran
+// out first.
+bool symbolic_cells(PairContext& c, const Routine& tgt, std::vector<CellRef>& cells, PairCheck& res) {
+  ScopedPhase phase("symbolic execution");
+  try {
+    SymMemory ms = symexec(c.src, c.store), mt = symexec(tgt, c.store);
+    for (const auto& n : c.nodes) {
+      const auto& a = ms.at(n);
+      const auto& b = mt.at(n);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        cells.push_back(CellRef{n, static_cast<std::int64_t>(i), a[i], b[i]});
+    }
+    res.steps.push_back(fmt::format("symbolic execution: {} cells of {}, {} distinct terms", cells.size(),
+                                    fmt::join(c.nodes, ", "), c.store.size()));
+    // Self-check against the interpreter: each side's terms are its values.
+    check_interpreter_memory(c.runner.src(), c.runner.tgt(), "symbolic execution's self-check");
+    for (std::uint64_t seed : {c.o.limits.seed, c.o.limits.seed + 7919}) {
+      TensorMap in = seed == c.o.limits.seed ? random_inputs(c.src, seed) : special_inputs(c.src, seed);
+      TensorMap os = interpret(c.runner.src(), in), ot = interpret(c.runner.tgt(), in);
+      TermEvaluator es(c.store, in);
+      std::size_t step = std::max<std::size_t>(1, cells.size() / 2000);
+      for (std::size_t k = 0; k < cells.size(); k += step) {
+        const CellRef& cell = cells[k];
+        double vs = es.eval(cell.src), vt = es.eval(cell.tgt);
+        double is = os.at(cell.node).data[static_cast<std::size_t>(cell.cell)];
+        double it = ot.at(cell.node).data[static_cast<std::size_t>(cell.cell)];
+        FP_INTERNAL_CHECK(
+            same_value(vs, is) && same_value(vt, it),
+            "symbolic execution disagrees with the interpreter at {}[{}]: terms give {} / {}, the "
+            "interpreter {} / {}",
+            cell.node, cell.cell, vs, vt, is, it);
+      }
+    }
+    res.steps.push_back(
+        "self-check: the terms of each side evaluate to the interpreter's values (2 input sets)");
+  } catch (const TermLimitExceeded& e) {
+    res.steps.push_back(fmt::format("symbolic execution stopped: {}", e.what()));
+    return false;
+  }
+  return true;
+}
+
+// The concrete counterexample search (a real-exp counterexample is the best answer there is):
+// true when it refuted the pair (res decided).
+bool refuted_by_search(PairContext& c, PairCheck& res) {
+  if (auto found = search_counterexample(c.runner, c.o.limits.search_trials, c.o.limits.seed)) {
+    res.steps.push_back(
+        fmt::format("counterexample search: trial {} ({}) differs", found->trial, found->family));
+    res.kind = VerdictKind::Refuted;
+    res.message = fmt::format("not {}: {}", c.claim, found->mismatch.text());
+    res.counterexample = std::move(*found);
+    return true;
+  }
+  const int trials = scaled_search_trials(c.runner, c.o.limits.search_trials);
+  res.steps.push_back(fmt::format("counterexample search: {} trials{}, none differs", trials,
+                                  trials < c.o.limits.search_trials ? " (scaled down with the routines' size)" : ""));
+  return false;
+}
+
+// The encoding compared with itself (Alive2's self-check), and evaluated on concrete inputs
+// against the semantics: a failure is a bug of the encoding, never a verdict.
+void check_encoding(PairContext& c, const std::vector<CellRef>& differing, PairCheck& res) {
+  std::vector<TermP> sample;
+  for (std::size_t k = 0; k < differing.size() && sample.size() < 16; ++k) {
+    sample.push_back(differing[k].src);
+    sample.push_back(differing[k].tgt);
+  }
+  smt::SmtOutcome self = smt::self_check(c.store, sample, smt_limits(c.o, "self"));
+  FP_INTERNAL_CHECK(self.status != smt::SmtStatus::Sat,
+                    "the SMT encoding is not reflexive: a term differs from its own second encoding");
+  res.steps.push_back(fmt::format("SMT self-check (each side against itself, {} terms): {}", sample.size(),
+                                  self.status == smt::SmtStatus::Unsat ? "unsat" : "unknown (" + self.reason + ")"));
+  TensorMap in = random_inputs(c.src, c.o.limits.seed);
+  TermEvaluator ev(c.store, in);
+  std::map<std::uint32_t, double> vals;
+  for (std::size_t v = 0; v < c.store.vars().size(); ++v) {
+    const VarInfo& vi = c.store.vars()[v];
+    vals[static_cast<std::uint32_t>(v)] = in.at(vi.node).data[static_cast<std::size_t>(vi.cell)];
+  }
+  int checked = 0;
+  for (std::size_t k = 0; k < differing.size() && checked < 4; ++k)
+    for (TermP t : {differing[k].src, differing[k].tgt}) {
+      if (t->approx || reachable_count({t}) > 400) continue;
+      auto z = smt::evaluate_encoding(c.store, t, vals);
+      FP_INTERNAL_CHECK(z && same_value(*z, ev.eval(t)), "the SMT encoding of {} evaluates to {} where the semantics give {}",
+                        print_term(t), z ? *z : 0, ev.eval(t));
+      ++checked;
+    }
+  if (checked) res.steps.push_back(fmt::format("SMT encoding evaluated on concrete inputs: {} terms agree", checked));
+}
+
+// Z3's answer for one chunk of differing cells: unsat proves them; a bounded pair first asks for
+// bitwise equality, which implies every bound and is often much cheaper for the solver.
+smt::SmtOutcome ask_solver(PairContext& c, const std::vector<std::pair<TermP, TermP>>& pairs, std::size_t at,
+                           int& query, PairCheck& res, bool& proved_bitwise) {
+  proved_bitwise = false;
+  if (c.o.rel) {
+    smt::FpQueryOptions fo;
+    smt::SmtLimits lim = smt_limits(c.o, fmt::format("q{}-bitwise", ++query));
+    lim.comment = "flashproof verify: is there an input where a covered cell differs bitwise?";
+    smt::SmtOutcome eq = smt::find_difference(c.store, pairs, fo, lim);
+    if (eq.status == smt::SmtStatus::Unsat) {
+      res.steps.push_back(fmt::format("Z3: cells {}..{} bitwise equal for every input (unsat, {:.2f}s)", at + 1,
+                                      at + pairs.size(), eq.seconds));
+      proved_bitwise = true;
+      return eq;
+    }
+  }
+  auto ask = [&](bool cuts) {
+    smt::FpQueryOptions fo;
+    fo.cut_shared = cuts;
+    smt::SmtLimits lim = smt_limits(c.o, fmt::format("q{}{}", ++query, cuts ? "-cut" : ""));
+    lim.comment = fmt::format("flashproof verify: is there an input where a covered cell is not {}? ({} cells)",
+                              c.claim, pairs.size());
+    return c.o.rel ? smt::find_bound_violation(c.store, pairs, *c.o.rel, fo, lim)
+                   : smt::find_difference(c.store, pairs, fo, lim);
+  };
+  smt::SmtOutcome out = ask(true);
+  if (out.status == smt::SmtStatus::Sat && out.used_cuts) out = ask(false);
+  return out;
+}
+
+// A chunk the solver did not prove: unknown when it could not decide; refuted when its model
+// replays on the interpreter; else unknown (approximation) — a model through exp or pow, or within
+// the bound comparison's rounding, is no counterexample.
+void decide_unproved_chunk(PairContext& c, const smt::SmtOutcome& out, const std::vector<CellRef>& differing,
+                           std::size_t at, bool approx, const std::string& cells_text, PairCheck& res) {
+  if (out.status == smt::SmtStatus::Unknown) {
+    res.kind = VerdictKind::Unknown;
+    res.reason = out.timed_out ? UnknownReason::Timeout : UnknownReason::ResourceLimit;
+    res.message = fmt::format("Z3 could not decide {} ({})", cells_text, out.reason);
+    res.steps.push_back(res.message);
+    return;
+  }
+  std::map<std::pair<std::string, std::int64_t>, double> vals;
+  for (const auto& [v, x] : out.inputs) vals[{c.store.vars()[v].node, c.store.vars()[v].cell}] = x;
+  TensorMap in = inputs_from_cells(c.src, vals);
+  if (auto m = c.runner.run(in)) {
+    res.steps.push_back(fmt::format("Z3 model for {} replayed on the interpreter: it differs", cells_text));
+    res.kind = VerdictKind::Refuted;
+    res.message = fmt::format("not {}: {}", c.claim, m->text());
+    res.counterexample = Found{std::move(in), *m, "solver model", 0};
+    return;
+  }
+  FP_INTERNAL_CHECK(approx || c.o.rel,
+                    "Z3 found a model separating terms without exp or pow that the interpreter does not reproduce "
+                    "(an encoding bug); cells {}",
+                    cells_text);
+  res.kind = VerdictKind::Unknown;
+  res.reason = UnknownReason::Approximation;
+  if (!approx) {
+    // The bound query rounds the difference up and the allowed error down, so that unsat is a
+    // proof; a model within that rounding of the bound is not a violation.
+    res.message = fmt::format(
+        "Z3's model for {} lies within the rounding of the over-approximated bound comparison: the "
+        "interpreter shows no violation on it",
+        cells_text);
+    res.steps.push_back(res.message);
+    return;
+  }
+  const CellRef& w = differing[at + static_cast<std::size_t>(std::max(0, out.witness))];
+  res.message = fmt::format(
+      "Z3 separates {}[{}] only through exp or pow (uninterpreted); the interpreter's exp does not "
+      "reproduce the "
+      "difference on the model's inputs",
+      w.node, w.cell);
+  res.steps.push_back(res.message);
+}
+
+// Z3 on the differing cells, in chunks of 4: true when every chunk is proved; else `res` is decided.
+bool proved_by_solver(PairContext& c, const std::vector<CellRef>& differing, PairCheck& res) {
+  const std::size_t chunk = 4;
+  int query = 0;
+  for (std::size_t at = 0; at < differing.size(); at += chunk) {
+    std::vector<std::pair<TermP, TermP>> pairs;
+    bool approx = false;
+    for (std::size_t k = at; k < std::min(differing.size(), at + chunk); ++k) {
+      pairs.emplace_back(differing[k].src, differing[k].tgt);
+      approx = approx || differing[k].src->approx || differing[k].tgt->approx;
+    }
+    bool proved_bitwise = false;
+    const smt::SmtOutcome out = ask_solver(c, pairs, at, query, res, proved_bitwise);
+    if (proved_bitwise) continue;
+    const std::string cells_text = fmt::format("cells {}..{}", at + 1, at + pairs.size());
+    if (out.status == smt::SmtStatus::Unsat) {
+      res.steps.push_back(fmt::format("Z3: {} {} for every input (unsat, {:.2f}s)", cells_text, c.claim, out.seconds));
+      continue;
+    }
+    decide_unproved_chunk(c, out, differing, at, approx, cells_text, res);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::string> nodes,
                      const PairCheckOptions& o) {
   PairCheck res;
@@ -114,58 +325,20 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     return res;
   }
   res.scope = concrete_scope(src);
-  PairRunner runner(with_outputs(src, nodes, false), with_outputs(tgt, nodes, false),
-                    claim_checks(nodes, o.rel));
-  const char* claim = o.rel ? "within the bound" : "bitwise";
-
-  // Symbolic execution of both into one store.
-  std::optional<ScopedPhase> phase;
-  phase.emplace("symbolic execution");
+  PairRunner runner(with_outputs(src, nodes, false), with_outputs(tgt, nodes, false), claim_checks(nodes, o.rel));
   TermStore store(o.limits.max_terms);
+  PairContext c{src, nodes, runner, o, o.rel ? "within the bound" : "bitwise", store};
+
+  // 1. Both sides as terms: cells with one term are proved by hash-consing.
   std::vector<CellRef> cells, differing;
-  bool symbolic = true;
-  try {
-    SymMemory ms = symexec(src, store), mt = symexec(tgt, store);
-    for (const auto& n : nodes) {
-      const auto& a = ms.at(n);
-      const auto& b = mt.at(n);
-      for (std::size_t i = 0; i < a.size(); ++i)
-        cells.push_back(CellRef{n, static_cast<std::int64_t>(i), a[i], b[i]});
-    }
-    res.steps.push_back(fmt::format("symbolic execution: {} cells of {}, {} distinct terms", cells.size(),
-                                    fmt::join(nodes, ", "), store.size()));
-    // Self-check against the interpreter: each side's terms are its values.
-    check_interpreter_memory(runner.src(), runner.tgt(), "symbolic execution's self-check");
-    for (std::uint64_t seed : {o.limits.seed, o.limits.seed + 7919}) {
-      TensorMap in = seed == o.limits.seed ? random_inputs(src, seed) : special_inputs(src, seed);
-      TensorMap os = interpret(runner.src(), in), ot = interpret(runner.tgt(), in);
-      TermEvaluator es(store, in);
-      std::size_t step = std::max<std::size_t>(1, cells.size() / 2000);
-      for (std::size_t k = 0; k < cells.size(); k += step) {
-        const CellRef& c = cells[k];
-        double vs = es.eval(c.src), vt = es.eval(c.tgt);
-        double is = os.at(c.node).data[static_cast<std::size_t>(c.cell)];
-        double it = ot.at(c.node).data[static_cast<std::size_t>(c.cell)];
-        FP_INTERNAL_CHECK(
-            same_value(vs, is) && same_value(vt, it),
-            "symbolic execution disagrees with the interpreter at {}[{}]: terms give {} / {}, the "
-            "interpreter {} / {}",
-            c.node, c.cell, vs, vt, is, it);
-      }
-    }
-    res.steps.push_back(
-        "self-check: the terms of each side evaluate to the interpreter's values (2 input sets)");
-  } catch (const TermLimitExceeded& e) {
-    symbolic = false;
-    res.steps.push_back(fmt::format("symbolic execution stopped: {}", e.what()));
-  }
+  const bool symbolic = symbolic_cells(c, tgt, cells, res);
   res.cells = static_cast<std::int64_t>(cells.size());
-  for (const auto& c : cells)
-    if (c.src != c.tgt) differing.push_back(c);
+  for (const auto& cell : cells)
+    if (cell.src != cell.tgt) differing.push_back(cell);
   res.identical = res.cells - static_cast<std::int64_t>(differing.size());
   if (symbolic) {
-    res.steps.push_back(fmt::format("{} of {} cells have identical terms (proved by hash-consing)",
-                                    res.identical, res.cells));
+    res.steps.push_back(fmt::format("{} of {} cells have identical terms (proved by hash-consing)", res.identical,
+                                    res.cells));
     if (differing.empty()) {
       res.kind = VerdictKind::Exact;
       res.message = fmt::format("every covered cell ({}) has the same term in source and target", res.cells);
@@ -173,151 +346,23 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     }
   }
 
-  phase.reset();
-  // Concrete search: a real-exp counterexample is the best answer there is.
-  if (auto found = search_counterexample(runner, o.limits.search_trials, o.limits.seed)) {
-    res.steps.push_back(
-        fmt::format("counterexample search: trial {} ({}) differs", found->trial, found->family));
-    res.kind = VerdictKind::Refuted;
-    res.message = fmt::format("not {}: {}", claim, found->mismatch.text());
-    res.counterexample = std::move(*found);
-    return res;
-  }
-  const int trials = scaled_search_trials(runner, o.limits.search_trials);
-  res.steps.push_back(fmt::format("counterexample search: {} trials{}, none differs", trials,
-                                  trials < o.limits.search_trials ? " (scaled down with the routines' size)" : ""));
+  // 2. A concrete counterexample, before any solver time.
+  if (refuted_by_search(c, res)) return res;
   if (!symbolic) {
     res.kind = VerdictKind::Unknown;
     res.reason = UnknownReason::ResourceLimit;
-    res.message = fmt::format("symbolic execution exceeded {} terms; no counterexample in {} trials",
-                              o.limits.max_terms, trials);
+    res.message = fmt::format("symbolic execution exceeded {} terms; no counterexample in {} trials", o.limits.max_terms,
+                              scaled_search_trials(runner, o.limits.search_trials));
     return res;
   }
 
-  phase.emplace("solver");
-  // The encoding compared with itself.
-  {
-    std::vector<TermP> sample;
-    for (std::size_t k = 0; k < differing.size() && sample.size() < 16; ++k) {
-      sample.push_back(differing[k].src);
-      sample.push_back(differing[k].tgt);
-    }
-    smt::SmtOutcome self = smt::self_check(store, sample, smt_limits(o, "self"));
-    FP_INTERNAL_CHECK(self.status != smt::SmtStatus::Sat,
-                      "the SMT encoding is not reflexive: a term differs from its own second encoding");
-    res.steps.push_back(
-        fmt::format("SMT self-check (each side against itself, {} terms): {}", sample.size(),
-                    self.status == smt::SmtStatus::Unsat ? "unsat" : "unknown (" + self.reason + ")"));
-    TensorMap in = random_inputs(src, o.limits.seed);
-    TermEvaluator ev(store, in);
-    std::map<std::uint32_t, double> vals;
-    for (std::size_t v = 0; v < store.vars().size(); ++v) {
-      const VarInfo& vi = store.vars()[v];
-      vals[static_cast<std::uint32_t>(v)] = in.at(vi.node).data[static_cast<std::size_t>(vi.cell)];
-    }
-    int checked = 0;
-    for (std::size_t k = 0; k < differing.size() && checked < 4; ++k)
-      for (TermP t : {differing[k].src, differing[k].tgt}) {
-        if (t->approx || reachable_count({t}) > 400) continue;
-        auto z = smt::evaluate_encoding(store, t, vals);
-        FP_INTERNAL_CHECK(z && same_value(*z, ev.eval(t)),
-                          "the SMT encoding of {} evaluates to {} where the semantics give {}", print_term(t),
-                          z ? *z : 0, ev.eval(t));
-        ++checked;
-      }
-    if (checked)
-      res.steps.push_back(fmt::format("SMT encoding evaluated on concrete inputs: {} terms agree", checked));
-  }
-
-  // Z3 on the remaining cells, in chunks.
-  const std::size_t chunk = 4;
-  int query = 0;
-  for (std::size_t at = 0; at < differing.size(); at += chunk) {
-    std::vector<std::pair<TermP, TermP>> pairs;
-    bool approx = false;
-    for (std::size_t k = at; k < std::min(differing.size(), at + chunk); ++k) {
-      pairs.emplace_back(differing[k].src, differing[k].tgt);
-      approx = approx || differing[k].src->approx || differing[k].tgt->approx;
-    }
-    auto ask = [&](bool cuts) {
-      smt::FpQueryOptions fo;
-      fo.cut_shared = cuts;
-      smt::SmtLimits lim = smt_limits(o, fmt::format("q{}{}", ++query, cuts ? "-cut" : ""));
-      lim.comment =
-          fmt::format("flashproof verify: is there an input where a covered cell is not {}? ({} cells)",
-                      claim, pairs.size());
-      return o.rel ? smt::find_bound_violation(store, pairs, *o.rel, fo, lim)
-                   : smt::find_difference(store, pairs, fo, lim);
-    };
-    smt::SmtOutcome out;
-    if (o.rel) {
-      // Bitwise equality implies every bound and is often much cheaper for the solver.
-      smt::FpQueryOptions fo;
-      smt::SmtLimits lim = smt_limits(o, fmt::format("q{}-bitwise", ++query));
-      lim.comment = "flashproof verify: is there an input where a covered cell differs bitwise?";
-      smt::SmtOutcome eq = smt::find_difference(store, pairs, fo, lim);
-      if (eq.status == smt::SmtStatus::Unsat) {
-        res.steps.push_back(fmt::format("Z3: cells {}..{} bitwise equal for every input (unsat, {:.2f}s)",
-                                        at + 1, at + pairs.size(), eq.seconds));
-        continue;
-      }
-    }
-    out = ask(true);
-    if (out.status == smt::SmtStatus::Sat && out.used_cuts) out = ask(false);
-    const std::string cells_text = fmt::format("cells {}..{}", at + 1, at + pairs.size());
-    if (out.status == smt::SmtStatus::Unsat) {
-      res.steps.push_back(
-          fmt::format("Z3: {} {} for every input (unsat, {:.2f}s)", cells_text, claim, out.seconds));
-      continue;
-    }
-    if (out.status == smt::SmtStatus::Unknown) {
-      res.kind = VerdictKind::Unknown;
-      res.reason = out.timed_out ? UnknownReason::Timeout : UnknownReason::ResourceLimit;
-      res.message = fmt::format("Z3 could not decide {} ({})", cells_text, out.reason);
-      res.steps.push_back(res.message);
-      return res;
-    }
-    std::map<std::pair<std::string, std::int64_t>, double> vals;
-    for (const auto& [v, x] : out.inputs) vals[{store.vars()[v].node, store.vars()[v].cell}] = x;
-    TensorMap in = inputs_from_cells(src, vals);
-    if (auto m = runner.run(in)) {
-      res.steps.push_back(fmt::format("Z3 model for {} replayed on the interpreter: it differs", cells_text));
-      res.kind = VerdictKind::Refuted;
-      res.message = fmt::format("not {}: {}", claim, m->text());
-      res.counterexample = Found{std::move(in), *m, "solver model", 0};
-      return res;
-    }
-    FP_INTERNAL_CHECK(
-        approx || o.rel,
-        "Z3 found a model separating terms without exp or pow that the interpreter does not reproduce "
-        "(an encoding bug); cells {}",
-        cells_text);
-    res.kind = VerdictKind::Unknown;
-    if (!approx) {
-      // The bound query rounds the difference up and the allowed error down, so that unsat is a
-      // proof; a model within that rounding of the bound is not a violation.
-      res.reason = UnknownReason::Approximation;
-      res.message = fmt::format(
-          "Z3's model for {} lies within the rounding of the over-approximated bound comparison: the "
-          "interpreter shows no violation on it",
-          cells_text);
-      res.steps.push_back(res.message);
-      return res;
-    }
-    res.reason = UnknownReason::Approximation;
-    const CellRef& w = differing[at + static_cast<std::size_t>(std::max(0, out.witness))];
-    res.message = fmt::format(
-        "Z3 separates {}[{}] only through exp or pow (uninterpreted); the interpreter's exp does not "
-        "reproduce the "
-        "difference on the model's inputs",
-        w.node, w.cell);
-    res.steps.push_back(res.message);
-    return res;
-  }
+  // 3. The solver on the cells whose terms differ, its encoding checked first.
+  ScopedPhase phase("solver");
+  check_encoding(c, differing, res);
+  if (!proved_by_solver(c, differing, res)) return res;
   res.kind = o.rel ? VerdictKind::Bounded : VerdictKind::Exact;
-  res.message =
-      fmt::format("{} cells identical as terms, {} proved {} by Z3 for every input (exp, pow uninterpreted)",
-                  res.identical, differing.size(), claim);
+  res.message = fmt::format("{} cells identical as terms, {} proved {} by Z3 for every input (exp, pow uninterpreted)",
+                            res.identical, differing.size(), c.claim);
   return res;
 }
 

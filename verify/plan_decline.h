@@ -1,6 +1,6 @@
 #pragma once
-// How a diff plan that reads a routine's structure (verify/fused_backward_diff_plan.h,
-// verify/accumulation_bound.h) gives up: decline(...) throws a PlanDecline whose text becomes the
+// How a diff plan that reads a routine's structure (verify/accumulation_bound.h, members' plans)
+// gives up: decline(...) throws a PlanDecline whose text becomes the
 // plan's `why`, caught once at the plan's entry point.
 
 #include <fmt/format.h>

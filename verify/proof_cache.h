@@ -2,11 +2,11 @@
 // The proof cache: a verdict (or a bound certificate) is stored under the SHA-256 of its
 // *identity* — everything it depends on: the routines' text hashes, the rewrite (member with its
 // version, shape), the claim and what it covers, the limits, the engine and semantics versions,
-// the solver and its version, and the build of flashproof itself (core/build_identity.h), so a
+// the solver and its version, and the build of flashproof itself (core/support/build_identity.h), so a
 // fixed bug invalidates old verdicts without a hand-bumped version. An unchanged rerun answers
 // from the cache; any change misses it.
 //
-// An answer is never taken on trust (core/private_cache.h): the directory is private (refused
+// An answer is never taken on trust (core/support/private_cache.h): the directory is private (refused
 // otherwise), every entry is sealed under the per-user key, and an entry records the identity it
 // answers, which must equal the asking task's identity in full — so an edited verdict, an entry
 // copied from another pair, or a file someone committed to a checkout is a miss, recomputed and
@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/private_cache.h"
-#include "core/sha256.h"
+#include "core/support/private_cache.h"
+#include "core/support/sha256.h"
 
 namespace fp::verify {
 

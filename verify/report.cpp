@@ -7,7 +7,7 @@
 
 #include "core/diagnostic.h"
 #include "flashproof/version.h"
-#include "verify/bounds/bound_formula.h"
+#include "verify/bounds/rounding_model.h"
 #include "verify/junit.h"
 #include "verify/sarif.h"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"

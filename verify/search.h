@@ -29,7 +29,7 @@ struct Found {
 };
 
 // Runs up to scaled_search_trials(runner, trials) trials; polls the thread's deadline
-// (core/deadline.h) before each.
+// (core/support/deadline.h) before each.
 std::optional<Found> search_counterexample(const PairRunner& runner, int trials, std::uint64_t seed);
 
 // Search trials scale down with size: a trial runs both routines once, and the search spends at

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "core/checker.h"
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
 #include "verify/phase_clock.h"

@@ -53,7 +53,7 @@ struct SizeReductionOptions {
   // When set, a candidate is kept only if its resized companions are faithful (for a tier task: the
   // resized target is exactly what the tier emits for the resized source, verify/task.h's reemit),
   // so a written case is an instance of the rewrite, not a substitution the tier would never make
-  // (a block fold's target hard-codes its block count and tail).
+  // (a target that hard-codes a block count and a tail, say).
   std::function<bool(const std::vector<Routine>& companions)> faithful;
 };
 

@@ -19,10 +19,10 @@ namespace {
 // application of the shape). Aligns the two top-level statement lists: a statement the member
 // left alone is the very same pointer (rewrites' rebuild keeps them); an application's anchor
 // (its first statement) is replaced in place by one statement or a run of them — as many as the
-// application's anchor_run says, else up to the next source statement (the block fold: the fold,
-// then the definitions it moved behind it, which are the source's own statements); its
-// other statements are either kept (same pointer, at its aligned place) or deleted. Nodes the
-// member declared (the fold's tiles) are added. nullopt when the lists do not align that way.
+// application's anchor_run says, else up to the next source statement (a rewrite that emits a new
+// statement followed by definitions it moved behind it, which are the source's own statements);
+// its other statements are either kept (same pointer, at its aligned place) or deleted. Nodes the
+// member declared (tiles, say) are added. nullopt when the lists do not align that way.
 std::optional<Routine> isolate(const Routine& src, const Routine& all,
                                const std::vector<const Application*>& siblings, const Application& app) {
   std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(all);

@@ -19,7 +19,7 @@
 namespace fp::verify {
 
 struct Task {
-  std::string id;      // "1.normalizer-sum", or "pair"
+  std::string id;      // "<application>.<claim>" ("1.sum"), or "pair"
   std::string member;  // "" for a hand-written pair
   std::string shape;
   Application app;

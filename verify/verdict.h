@@ -53,7 +53,7 @@ struct Limits {
   double exp_ulp = 0.52;                // assumed error of fp_exp64 in binary64 ulps
   std::uint64_t seed = 1;               // seed of every random choice (inputs, rows)
   double budget_s = 600;                // wall-clock budget per obligation, every phase together
-                                        // (core/deadline.h); running out ends in unknown
+                                        // (core/support/deadline.h); running out ends in unknown
                                         // (resource limit) naming the phase
 };
 
@@ -118,9 +118,9 @@ struct Counterexample {
 
 struct Verdict {
   std::string id;       // stable within a run: "<application>.<claim>", or "pair"
-  std::string member;   // "online-softmax" ("" for a hand-written pair)
-  std::string rewrite;  // shape id ("online-softmax.value-pass-hoist"), SARIF ruleId
-  std::string claim;    // claim id ("value-pass"), or "exact" / "bounded:REL" for a pair
+  std::string member;   // the member's id ("" for a hand-written pair)
+  std::string rewrite;  // the shape's id ("<member>.<shape>"), SARIF ruleId
+  std::string claim;    // the claim's id, or "exact" / "bounded:REL" for a pair
   ObligationKind claimed = ObligationKind::Exact;
   std::string description;
   std::vector<Cover> covers;

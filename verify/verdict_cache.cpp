@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "core/build_identity.h"
-#include "core/sha256.h"
+#include "core/support/build_identity.h"
+#include "core/support/sha256.h"
 #include "core/text_printer.h"
 #include "flashproof/version.h"
 #include "rewrites/members.h"
@@ -35,9 +35,7 @@ nlohmann::json task_identity(const Task& t, const Limits& limits) {
   nlohmann::json covers = nlohmann::json::array();
   for (const auto& c : t.obligation.covers) covers.push_back({c.node, c.cells});
   nlohmann::json bound = nullptr;
-  if (const auto& b = t.obligation.bound)
-    bound = {{"terms", b->terms}, {"storage", prec_name(b->storage)}, {"state", prec_name(b->state)},
-             {"block", b->block}};
+  if (const auto& b = t.obligation.bound) bound = b->identity();
   const Member* m = find_member(t.member);
   return {{"kind", "verdict"},
           {"build", build_identity()},

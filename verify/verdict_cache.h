@@ -6,7 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "verify/engine.h"
+#include "verify/engine_options.h"
+#include "verify/task.h"
 #include "verify/proof_cache.h"
 
 namespace fp::verify {

@@ -853,7 +853,7 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
   app.anchor_run = static_cast<int>(emitted.stmts.size());  // the fold, then the moved definitions
   const std::int64_t sk = nz.t.to - nz.t.from + 1;
   const std::int64_t bk = std::min(fm.block, sk);
-  app.matched = {{"x", nz.x}, {"m", nz.m}, {"l", nz.l}, {"p", fm.p}, {"o", fm.o}, {"v", fm.v}, {"scores", fm.scores.s}};
+  app.matched = matched_roles(FoldRoles{nz.x, nz.m, nz.l, fm.p, fm.o, fm.v, fm.scores.s});
   app.emitted = fmt::format(
       "one scan per row over {} key block{} of {} ({}), tiles {} and {}{}; {} moved behind it{}",
       (sk + bk - 1) / bk, (sk + bk - 1) / bk == 1 ? "" : "s", bk, sk % bk ? "a guarded tail padded with -inf" : "no tail",
@@ -867,7 +867,7 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
   if (fm.m_live) {
     Obligation mx;
     mx.kind = ObligationKind::Exact;
-    mx.claim = "fold-max";
+    mx.claim = claim::kFoldMax;
     mx.description = fmt::format("{} equals the composed max of {} bitwise: the same maxima in the same order, "
                                  "padded cells -inf",
                                  nz.m, nz.x);
@@ -877,20 +877,20 @@ Application fold_application(const FoldPlan& plan, const RoutineView& view, cons
   if (fm.l_live) {
     Obligation sum;
     sum.kind = ObligationKind::Bounded;
-    sum.claim = "fold-sum";
+    sum.claim = claim::kFoldSum;
     sum.description = fmt::format("{} is the composed sum of exp({} - {}) within rounding, accumulated block by block",
                                   nz.l, nz.x, nz.m);
     sum.covers = {Cover{nz.l, cells_text(nz.l, nz.l_idcs, nz.rows)}};
-    sum.bound = BoundTerms{sk, nz.score_prec, sp, bk};
+    sum.bound = std::make_shared<SumTerms>(sk, nz.score_prec, sp, bk);
     app.obligations.push_back(sum);
   }
   Obligation out;
   out.kind = ObligationKind::Bounded;
-  out.claim = "fold-output";
+  out.claim = claim::kFoldOutput;
   out.description = fmt::format("{} is the composed (p / l)·v within rounding: (Σ p·v) / l accumulated in blocks of {}",
                                 fm.o, bk);
   out.covers = {Cover{fm.o, fm.o}};
-  out.bound = BoundTerms{sk, nz.score_prec, sp, bk};
+  out.bound = std::make_shared<SumTerms>(sk, nz.score_prec, sp, bk);
   app.obligations.push_back(out);
   return app;
 }

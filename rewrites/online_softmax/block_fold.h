@@ -94,7 +94,6 @@
 
 namespace fp::osm {
 
-inline constexpr const char* kBlockFoldId = "online-softmax.block-fold";
 inline constexpr std::int64_t kFoldTileBudget = 64 * 1024;
 // online_softmax_block = auto: the fastest B of the CPU sweep (flat for B >= 64, slower below).
 inline constexpr std::int64_t kAutoFoldBlock = 64;

@@ -48,7 +48,7 @@
 // CLAIMS: exact `backward-dv` (dV: the same products in the same order, p bit for bit); bounded
 // `backward-dq` and `backward-dk` (ds reassociates the composed (dP / l + lg)·e, and D is Σ dO·O
 // instead of Σ_t p·dP; certified per cell: docs/bounds.md §8). The per-cell summation order of the
-// three gradients is proved for every size of the blocked template (verify/fused_backward_order.h).
+// three gradients is proved for every size of the blocked template (verify/online_softmax/fused_backward_order.h).
 //
 // DECLINES (the backward stays composed; code in brackets):
 //   [no-normalizer]           a composed softmax backward (an l.grad term −e / (l·l)) in a routine
@@ -81,8 +81,6 @@
 #include "rewrites/online_softmax/routine_view.h"
 
 namespace fp::osm {
-
-inline constexpr const char* kFusedBackwardId = "online-softmax.fused-backward";
 
 struct BackwardMatch;  // fused_backward_match.h
 

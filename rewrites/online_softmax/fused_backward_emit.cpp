@@ -547,10 +547,8 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
     app.statements.push_back(p + 1);
     app.lines.push_back(view.source_line(p));
   }
-  app.matched = {{"x", bm.nz.x},   {"p", bm.p},   {"o", bm.o},   {"v", bm.v},
-                 {"dO", bm.dout},  {"dP", bm.dp}, {"dS", bm.ds}, {"q", bm.q_node},
-                 {"k", bm.k_node}, {"dQ", bm.dq}, {"dK", bm.dk}, {"dV", bm.dv},
-                 {"m", bm.nz.m},   {"e", bm.nz.e},  {"l", bm.nz.l},  {"ng", bm.ng}};
+  app.matched = matched_roles(BackwardRoles{bm.nz.x, bm.p, bm.o, bm.v, bm.dout, bm.dp, bm.ds, bm.q_node, bm.k_node,
+                                            bm.dq, bm.dk, bm.dv, bm.nz.m, bm.nz.e, bm.nz.l, bm.ng});
   app.anchor_run = static_cast<int>(em.stmts.size());
   app.emitted = fmt::format(
       "the row dot D = Σ {}·{} into {}, and three nests recomputing p, dp and ds per (query, key) pair {}: "
@@ -565,13 +563,13 @@ Application backward_application(const BackwardPlan& plan, const RoutineView& vi
       plan.consumed.size() == 1 ? "" : "s");
   Obligation dv;
   dv.kind = ObligationKind::Exact;
-  dv.claim = "backward-dv";
+  dv.claim = claim::kBackwardDv;
   dv.description =
       fmt::format("{} receives the composed products {}·{} in the same order, p recomputed bit for bit",
                   bm.dv, bm.p, bm.dout);
   dv.covers = {Cover{bm.dv, bm.dv}};
   app.obligations.push_back(dv);
-  for (const auto& [claim, node] : {std::pair{"backward-dq", bm.dq}, {"backward-dk", bm.dk}}) {
+  for (const auto& [claim, node] : {std::pair{claim::kBackwardDq, bm.dq}, {claim::kBackwardDk, bm.dk}}) {
     Obligation ob;
     ob.kind = ObligationKind::Bounded;
     ob.claim = claim;

@@ -14,10 +14,6 @@
 
 namespace fp::osm {
 
-double lowest_finite(Prec state) {
-  return -max_finite(state == Prec::F64 ? Prec::F64 : Prec::F32);
-}
-
 namespace {
 
 struct Fail {
@@ -494,9 +490,7 @@ Application normalizer_application(const Normalizer& nz, const RoutineView& view
     rows += (rows.empty() ? "" : ",") + r.sym;
     row_list += (row_list.empty() ? "" : ", ") + r.sym;
   }
-  app.matched = {{"x", nz.x},          {"m", nz.m}, {"n", nz.n},
-                 {"e", nz.e},          {"l", nz.l}, {"rows", rows.empty() ? "-" : rows},
-                 {"reduced", nz.t.sym}};
+  app.matched = matched_roles(NormalizerRoles{nz.x, nz.m, nz.n, nz.e, nz.l, rows.empty() ? "-" : rows, nz.t.sym});
   const Prec sp = state_prec(nz.score_prec);
   const Stmt* scan = &emitted;
   while (scan->kind == StmtKind::For) scan = scan->body[0].get();
@@ -510,21 +504,21 @@ Application normalizer_application(const Normalizer& nz, const RoutineView& view
   std::vector<NestLoop> loops = nz.rows;
   Obligation mx;
   mx.kind = ObligationKind::Exact;
-  mx.claim = "normalizer-max";
+  mx.claim = claim::kNormalizerMax;
   mx.description = fmt::format(
       "{} equals the composed max of {} over {} bitwise: the scan takes the same maxima in the same order",
       nz.m, nz.x, nz.t.sym);
   mx.covers = {Cover{nz.m, cells_text(nz.m, nz.m_idcs, loops)}};
   Obligation sum;
   sum.kind = ObligationKind::Bounded;
-  sum.claim = "normalizer-sum";
+  sum.claim = claim::kNormalizerSum;
   sum.description = fmt::format(
       "{} is the composed sum of exp({} - {}) over {} within rounding: reassociated into a running sum "
       "rescaled at "
       "each new maximum, carried at {} for {} scores; NaN exactly where the composed form has NaN",
       nz.l, nz.x, nz.m, nz.t.sym, prec_name(sp), prec_name(nz.score_prec));
   sum.covers = {Cover{nz.l, cells_text(nz.l, nz.l_idcs, loops)}};
-  sum.bound = BoundTerms{nz.t.to - nz.t.from + 1, nz.score_prec, sp};
+  sum.bound = std::make_shared<SumTerms>(nz.t.to - nz.t.from + 1, nz.score_prec, sp);
   app.obligations = {mx, sum};
   return app;
 }

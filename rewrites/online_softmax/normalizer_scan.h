@@ -65,14 +65,10 @@
 #include "core/ir.h"
 #include "rewrites/application.h"
 #include "rewrites/name_minter.h"
+#include "rewrites/online_softmax/claims.h"
 #include "rewrites/online_softmax/routine_view.h"
 
 namespace fp::osm {
-
-inline constexpr const char* kNormalizerScanId = "online-softmax.normalizer-scan";
-
-// Lowest finite value of a state precision (f32 or f64).
-double lowest_finite(Prec state);
 
 struct Normalizer {
   int a_init = -1, a = -1, n_pos = -1, e_pos = -1, c_init = -1, c = -1;

@@ -72,34 +72,57 @@ std::optional<MemberOutput> apply_backwards(const osm::RoutineView& view, const 
 
 }  // namespace
 
-MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) {
-  using namespace osm;
+namespace osm {
+
+RewriteOptions RewriteOptions::only(const std::string& shape, std::int64_t block) {
+  RewriteOptions o;
+  o.scan = shape == kNormalizerScanId;
+  o.hoist = shape == kValuePassHoistId;
+  o.fold = shape == kBlockFoldId;
+  o.backward = shape == kFusedBackwardId;
+  o.block = block;
+  return o;
+}
+
+RewriteOptions options_of(const MemberContext& ctx) {
   auto enabled = [&](const char* id) { return !ctx.shape_enabled || ctx.shape_enabled(id); };
-  const bool scan_on = enabled(kNormalizerScanId);
-  const bool hoist_on = enabled(kValuePassHoistId);
-  const bool fold_on = enabled(kBlockFoldId);
+  RewriteOptions o;
+  o.scan = enabled(kNormalizerScanId);
+  o.hoist = enabled(kValuePassHoistId);
+  o.fold = enabled(kBlockFoldId);
   // online_softmax_block: B > 0 folds; 0 keeps the two-pass form; `auto` is kAutoFoldBlock, the
   // block the CPU sweep chose (docs/performance.md, "B sweep").
-  std::int64_t block = 0;
-  if (ctx.config) block = ctx.config->integer_or_auto("online_softmax_block").value_or(osm::kAutoFoldBlock);
-
+  if (ctx.config) o.block = ctx.config->integer_or_auto("online_softmax_block").value_or(kAutoFoldBlock);
   // online_softmax_backward: the fused backward (shape 3), inert without online_softmax (the tier
   // runs this member only when online_softmax is on).
-  const bool backward_on = enabled(kFusedBackwardId) && ctx.config && ctx.config->flag("online_softmax_backward");
+  o.backward = enabled(kFusedBackwardId) && ctx.config && ctx.config->flag("online_softmax_backward");
+  o.round = ctx.round;
+  return o;
+}
 
+}  // namespace osm
+
+MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) {
+  return osm::rewrite(r, osm::options_of(ctx));
+}
+
+MemberOutput osm::rewrite(const Routine& r, const RewriteOptions& opts) {
+  using namespace osm;
+  const bool scan_on = opts.scan, hoist_on = opts.hoist, fold_on = opts.fold, backward_on = opts.backward;
+  const std::int64_t block = opts.block;
   MemberOutput out;
   RoutineView view(r);
   NormalizerSearch search = find_normalizers(view);
   if (scan_on)
     for (auto& d : search.declines) {
-      d.round = ctx.round;
+      d.round = opts.round;
       out.declines.push_back(std::move(d));
     }
   if (search.found.empty()) {
     // Only the routine as given: later rounds see what the forward shapes left.
-    if (backward_on && ctx.round == 1)
+    if (backward_on && opts.round == 1)
       if (auto d = orphan_backward(view)) {
-        d->round = ctx.round;
+        d->round = opts.round;
         out.declines.push_back(std::move(*d));
       }
     out.routine = r;
@@ -112,7 +135,7 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   // nothing else and removes them (no [seq, seq] buffer), and the hoist does not take the
   // backward's reader of P.
   if (backward_on) {
-    if (auto applied = apply_backwards(view, search.found, names, ctx.round, out)) return *applied;
+    if (auto applied = apply_backwards(view, search.found, names, opts.round, out)) return *applied;
   }
   std::map<int, std::vector<StmtP>> replacements;
   std::set<int> consumed;
@@ -131,7 +154,7 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
       if (auto* plan = std::get_if<FoldPlan>(&fold); plan && !overlaps) {
         FoldEmission em = emit_fold(*plan, view, names);
         Application app = fold_application(*plan, view, em);
-        app.round = ctx.round;
+        app.round = opts.round;
         out.applications.push_back(std::move(app));
         for (int p : plan->consumed) {
           replacements[p] = {};
@@ -144,7 +167,7 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
         continue;
       }
       if (auto* d = std::get_if<Decline>(&fold)) {
-        d->round = ctx.round;
+        d->round = opts.round;
         out.declines.push_back(std::move(*d));
       }
     }
@@ -152,7 +175,7 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
     if (!scan_on) continue;
     StmtP scan = emit_normalizer_scan(nz, names);
     Application app = normalizer_application(nz, view, *scan);
-    app.round = ctx.round;
+    app.round = opts.round;
     out.applications.push_back(std::move(app));
     replacements[nz.a] = {scan};
     replacements[nz.a_init] = {};
@@ -167,14 +190,14 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
       auto m = match_hoist(view, p, normalized);
       if (!m) continue;
       if (auto* d = std::get_if<Decline>(&*m)) {
-        d->round = ctx.round;
+        d->round = opts.round;
         out.declines.push_back(std::move(*d));
         continue;
       }
       const Hoist& h = std::get<Hoist>(*m);
       StmtP s = emit_hoist(h, view, names);
       Application app = hoist_application(h, view, *s);
-      app.round = ctx.round;
+      app.round = opts.round;
       out.applications.push_back(std::move(app));
       replacements[p] = {s};
     }

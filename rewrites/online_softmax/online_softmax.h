@@ -21,6 +21,9 @@
 // declines). online_softmax_block = auto resolves to osm::kAutoFoldBlock (64), the block size the CPU
 // sweep chose (docs/performance.md, "B sweep").
 
+#include <cstdint>
+#include <string>
+
 #include "rewrites/member.h"
 
 namespace fp {
@@ -29,7 +32,25 @@ inline constexpr const char* kOnlineSoftmaxId = "online-softmax";
 
 Member online_softmax_member();
 
-// The member's function (also usable without the tier driver).
+// The member's function as the tier calls it: its options read off the context.
 MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx);
+
+namespace osm {
+
+// What the member applies, typed: the shapes that may apply, the fold's block size (0: no fold,
+// the two-pass form), and the round recorded in applications and declines.
+struct RewriteOptions {
+  bool scan = true, hoist = true, fold = true, backward = false;
+  std::int64_t block = 0;
+  int round = 1;
+  // Only the shape with this id (claims.h), folding in blocks of `block` where that is the fold.
+  static RewriteOptions only(const std::string& shape, std::int64_t block = 0);
+};
+RewriteOptions options_of(const MemberContext& ctx);
+
+// The member's function under typed options (the member's proofs build their references with it).
+MemberOutput rewrite(const Routine& r, const RewriteOptions& options);
+
+}  // namespace osm
 
 }  // namespace fp

@@ -146,7 +146,7 @@ Application hoist_application(const Hoist& h, const RoutineView& view, const Stm
   app.statements = {h.pos + 1};
   app.lines = {view.source_line(h.pos)};
   app.anchor_run = 1;
-  app.matched = {{"target", h.target}, {"w", h.w}, {"v", h.v}};
+  app.matched = matched_roles(HoistRoles{h.target, h.w, h.v});
   auto syms = [](const std::vector<NestLoop>& ls) {
     std::string s;
     for (const auto& l : ls) s += (s.empty() ? "" : ", ") + l.sym;
@@ -162,7 +162,7 @@ Application hoist_application(const Hoist& h, const RoutineView& view, const Stm
   const Stmt& store = *view.line(h.pos).nest->store;
   Obligation o;
   o.kind = ObligationKind::Exact;
-  o.claim = "value-pass";
+  o.claim = claim::kValuePass;
   o.description = fmt::format(
       "every cell of {} is bitwise equal to the original: the moved loops ({}) index it as plain iterators, "
       "so no "

@@ -44,8 +44,6 @@
 
 namespace fp::osm {
 
-inline constexpr const char* kValuePassHoistId = "online-softmax.value-pass-hoist";
-
 // Nodes reached from the normalizers' l through single-writer pointwise nests.
 std::set<std::string> normalized_nodes(const RoutineView& view, const std::vector<Normalizer>& normalizers);
 

@@ -1,7 +1,8 @@
 # Runs one step of the package tests (tests/package/CMakeLists.txt) with `cmake -P`.
 # Inputs (-D): STEP (install | consumer | pkgconfig), BUILD_DIR, WORK_DIR, PREFIX, SOURCE_DIR,
-# VERSION, LIBDIR (CMAKE_INSTALL_LIBDIR), GENERATOR, CXX_COMPILER, CXX_LAUNCHER (may be empty),
-# PKG_CONFIG.
+# VERSION, LIBDIR (CMAKE_INSTALL_LIBDIR), DATADIR (CMAKE_INSTALL_DATADIR), GENERATOR, CXX_COMPILER,
+# CXX_LAUNCHER (may be empty), PKG_CONFIG, DOCS (docs/packaging.md, whose library API example the
+# consumer builds).
 cmake_minimum_required(VERSION 3.22)
 
 # Runs a command; on failure stops the test with its output.
@@ -38,6 +39,25 @@ if(STEP STREQUAL "install")
   endforeach()
   # The installed program runs from the prefix, with nothing of the build tree.
   run("installed flashproof" ${PREFIX}/bin/flashproof check ${SOURCE_DIR}/consumer/softmax_row.fp)
+  # Only the public headers' closure is installed: every listed header, and no other.
+  file(STRINGS ${PREFIX}/${DATADIR}/flashproof/public-headers.txt listed)
+  file(GLOB_RECURSE installed RELATIVE ${PREFIX}/include/flashproof ${PREFIX}/include/flashproof/*.h)
+  list(REMOVE_ITEM installed version.h)
+  list(SORT installed)
+  list(SORT listed)
+  if(NOT installed STREQUAL listed)
+    message(FATAL_ERROR "installed headers differ from public-headers.txt:\n${installed}\nvs\n${listed}")
+  endif()
+  foreach(internal verify/smt/z3_common.h verify/bounds/mpfr_up.h verify/checkers/builtin.h core/checker_internal.h)
+    if(EXISTS ${PREFIX}/include/flashproof/${internal})
+      message(FATAL_ERROR "the internal header ${internal} was installed")
+    endif()
+  endforeach()
+  foreach(public core/ir.h rewrites/tier.h verify/engine.h verify/report.h exec/executor.h)
+    if(NOT ${public} IN_LIST installed)
+      message(FATAL_ERROR "the public header ${public} was not installed")
+    endif()
+  endforeach()
 
 elseif(STEP STREQUAL "consumer")
   set(build ${WORK_DIR}/consumer-build)
@@ -48,7 +68,19 @@ elseif(STEP STREQUAL "consumer")
   endif()
   # CMAKE_FIND_USE_* off: the package must come from PREFIX, not from a system-wide install or the
   # user package registry.
+  # The example is the page's ```cpp block that starts with its file name.
+  file(READ ${DOCS} page)
+  string(FIND "${page}" "```cpp\n// verify_rewrites.cpp" start)
+  if(start EQUAL -1)
+    message(FATAL_ERROR "${DOCS} has no verify_rewrites.cpp example")
+  endif()
+  math(EXPR start "${start} + 7")
+  string(SUBSTRING "${page}" ${start} -1 rest)
+  string(FIND "${rest}" "```" end)
+  string(SUBSTRING "${rest}" 0 ${end} example)
+  file(WRITE ${WORK_DIR}/verify_rewrites.cpp "${example}")
   run("configuring the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/consumer -B ${build} -G ${GENERATOR}
+      -DFLASHPROOF_EXAMPLE=${WORK_DIR}/verify_rewrites.cpp
       -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${launcher} -DCMAKE_PREFIX_PATH=${PREFIX}
       -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
   string(FIND "${run_output}" "flashproof ${VERSION} found in ${PREFIX}/" at)
@@ -57,6 +89,15 @@ elseif(STEP STREQUAL "consumer")
   endif()
   run("building the consumer" ${CMAKE_COMMAND} --build ${build})
   expect_output(${build}/flashproof_consumer)
+  # docs/packaging.md's library API example, built and run as the page says.
+  run("${build}/verify_rewrites" ${build}/verify_rewrites ${routine})
+  foreach(word exact bounded)
+    string(FIND "${run_output}" "${word}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "the library API example printed no ${word} verdict:\n${run_output}")
+    endif()
+  endforeach()
+  message(STATUS "verify_rewrites: ${run_output}")
 
 elseif(STEP STREQUAL "pkgconfig")
   # Only the prefix's flashproof.pc: the libraries it requires (fmt, z3, ...) come from the

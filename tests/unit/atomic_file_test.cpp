@@ -1,11 +1,11 @@
-// Unit tests of core/atomic_file.h and core/atomic_directory.h: an output reaches its name whole
+// Unit tests of core/support/atomic_file.h and core/support/atomic_directory.h: an output reaches its name whole
 // or not at all. A write that fails (a file-size limit standing in for a full disk) is exit 74
 // naming the target, leaving neither the target nor a temporary; a target that cannot be created
 // is 73; what is already under the name (a file's permissions, a symbolic link, a device, an
 // earlier case directory) is handled as documented; a .npy streamed through an AtomicFile is the
 // serialized file byte for byte.
 
-#include "core/atomic_file.h"
+#include "core/support/atomic_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -17,7 +17,7 @@
 #include <iterator>
 
 #include "child_process.h"
-#include "core/atomic_directory.h"
+#include "core/support/atomic_directory.h"
 #include "core/diagnostic.h"
 #include "core/npy.h"
 

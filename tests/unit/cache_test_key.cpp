@@ -1,4 +1,4 @@
-// Every test in this binary authenticates cache entries (core/private_cache.h) with a key under
+// Every test in this binary authenticates cache entries (core/support/private_cache.h) with a key under
 // the temporary directory, never the developer's own ${XDG_CONFIG_HOME:-~/.config}/flashproof/
 // cache.key; the tools the tests run inherit it. A FLASHPROOF_CACHE_KEY already set is kept.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Test support for the caches (core/private_cache.h): environment variables set for one scope,
+// Test support for the caches (core/support/private_cache.h): environment variables set for one scope,
 // fresh private scratch directories, and file helpers. tests/unit/cache_test_key.cpp points
 // FLASHPROOF_CACHE_KEY of this whole test binary at a key under the temporary directory, so no
 // test reads or creates the developer's own key.
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "core/private_directory.h"
+#include "core/support/private_directory.h"
 
 namespace fp::test {
 

@@ -1,4 +1,4 @@
-// `flashproof diff --rewrite` on training steps (verify/fused_backward_diff_plan.h, docs/bounds.md
+// `flashproof diff --rewrite` on training steps (verify/online_softmax/fused_backward_diff_plan.h, docs/bounds.md
 // §8.1): the fused backward's gradients are held to the certified per-cell bound, with the forward's
 // certified perturbation of l and O carried through when the two-pass or fold forward is rewritten
 // too (then dV as well; without a forward rewrite dV stays bitwise). The real rewrite is inside the

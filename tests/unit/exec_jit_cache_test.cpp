@@ -1,5 +1,5 @@
 // The JIT cache never makes flashproof load code it did not compile for the source at hand
-// (exec/jit.h, core/private_cache.h). Each test names what broke before: another routine's .so
+// (exec/jit.h, core/support/private_cache.h). Each test names what broke before: another routine's .so
 // copied over an entry was loaded (and `run` exited 0 with that routine's outputs); a link at an
 // entry was followed; a FIFO at an entry blocked; a world-writable or foreign-owned cache
 // directory was used silently; without HOME and XDG_CACHE_HOME the cache was the predictable
@@ -15,7 +15,7 @@
 
 #include "cache_test_support.h"
 #include "core/diagnostic.h"
-#include "core/private_directory.h"
+#include "core/support/private_directory.h"
 #include "exec/jit.h"
 
 namespace fp {

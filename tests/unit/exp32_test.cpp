@@ -4,7 +4,7 @@
 // thresholds and the reduction's k changes), the interpreter and the compiled C executor give the
 // same bits, and the error against MPFR is within the figure the bounds use: kExp32MaxUlp ulps at
 // f32, 0.5 + kExp32MaxUlp·2^-(24 - bits) ulps at f16/bf16, and the error model of
-// verify/bounds/bound_formula (exp_error relative, exp_underflow_error absolute) on every input.
+// verify/bounds/rounding_model (exp_error relative, exp_underflow_error absolute) on every input.
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -24,8 +24,9 @@
 #include "core/text_parser.h"
 #include "jit_test_options.h"
 #include "exec/c_executor.h"
-#include "verify/bounds/bound_formula.h"
-#include "verify/bounds/mpfr_reference.h"
+#include "verify/bounds/rounding_model.h"
+#include "verify/bounds/exp_reference.h"
+#include "verify/online_softmax/bounds/mpfr_reference.h"
 
 namespace fp {
 namespace {

@@ -1,4 +1,4 @@
-// The fused backward's per-cell summation order for every size (verify/fused_backward_order.h):
+// The fused backward's per-cell summation order for every size (verify/online_softmax/fused_backward_order.h):
 // each gradient of a rewritten training step lifts, with and without a tail block; the integer
 // facts fail on a wrong block index; and each planted break of the template — a block read
 // backwards, the loops swapped, a tail one pair off, a tile never copied back — is not lifted.
@@ -11,8 +11,8 @@
 #include "core/text_printer.h"
 #include "frontend/attention.h"
 #include "online_softmax_fixtures.h"
-#include "verify/fused_backward_order.h"
-#include "verify/smt/smt.h"
+#include "verify/online_softmax/fused_backward_order.h"
+#include "verify/online_softmax/smt/queries.h"
 
 namespace fp {
 namespace {

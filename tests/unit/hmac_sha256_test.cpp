@@ -1,7 +1,7 @@
-// The MAC that authenticates cache entries (core/hmac_sha256.h): the RFC 4231 test cases, among
+// The MAC that authenticates cache entries (core/support/hmac_sha256.h): the RFC 4231 test cases, among
 // them keys longer than SHA-256's block (hashed first) and a MAC truncated to 128 bits.
 
-#include "core/hmac_sha256.h"
+#include "core/support/hmac_sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -11,6 +11,7 @@
 
 #include "frontend/attention.h"
 #include "online_softmax_fixtures.h"
+#include "rewrites/online_softmax/claims.h"
 
 namespace fp {
 namespace {
@@ -193,16 +194,18 @@ TEST(OnlineSoftmaxMatch, OneObligationPerClaim) {
   EXPECT_EQ(scan.obligations[1].claim, "normalizer-sum");
   EXPECT_EQ(scan.obligations[1].covers[0].node, "l");
   EXPECT_EQ(scan.obligations[1].covers[0].cells, "l[i] for i in 0..1");
-  ASSERT_TRUE(scan.obligations[1].bound.has_value());
-  EXPECT_EQ(scan.obligations[1].bound->terms, 4);
-  EXPECT_EQ(scan.obligations[1].bound->storage, Prec::F16);
-  EXPECT_EQ(scan.obligations[1].bound->state, Prec::F32);
+  const osm::SumTerms* terms = osm::sum_terms(scan.obligations[1]);
+  ASSERT_NE(terms, nullptr);
+  EXPECT_EQ(terms->terms, 4);
+  EXPECT_EQ(terms->storage, Prec::F16);
+  EXPECT_EQ(terms->state, Prec::F32);
+  EXPECT_EQ(terms->block, 0);
   const Application& hoist = res.applications[1];
   EXPECT_EQ(hoist.shape, "online-softmax.value-pass-hoist");
   ASSERT_EQ(hoist.obligations.size(), 1u);
   EXPECT_EQ(hoist.obligations[0].kind, ObligationKind::Exact);
   EXPECT_EQ(hoist.obligations[0].covers[0].node, "o");
-  EXPECT_FALSE(hoist.obligations[0].bound.has_value());
+  EXPECT_EQ(hoist.obligations[0].bound, nullptr);
 }
 
 AttentionSpec small_spec() {

@@ -1,11 +1,11 @@
-// The mechanism both caches share (core/private_cache.h, core/cache_auth_key.h,
-// core/private_directory.h): the directory is created 0700 and refused unless private; entries are
+// The mechanism both caches share (core/support/private_cache.h, core/support/cache_auth_key.h,
+// core/support/private_directory.h): the directory is created 0700 and refused unless private; entries are
 // sealed under the per-user key, so an edited entry, one copied under another name or one sealed
 // with another key is a miss; a link, FIFO or foreign file at an entry's name is never followed,
 // never blocks and is removed; without a safe key the cache is off; stale temporaries are swept
 // and the total size stays under the limit, least recently used entries first.
 
-#include "core/private_cache.h"
+#include "core/support/private_cache.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,9 +16,9 @@
 #include <filesystem>
 
 #include "cache_test_support.h"
-#include "core/cache_auth_key.h"
+#include "core/support/cache_auth_key.h"
 #include "core/diagnostic.h"
-#include "core/private_directory.h"
+#include "core/support/private_directory.h"
 
 namespace fp {
 namespace {

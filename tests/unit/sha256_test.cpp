@@ -1,7 +1,7 @@
-// The content hash of the JIT and proof caches (core/sha256.h): FIPS 180-4 known answers,
+// The content hash of the JIT and proof caches (core/support/sha256.h): FIPS 180-4 known answers,
 // including messages that end on and across a block boundary.
 
-#include "core/sha256.h"
+#include "core/support/sha256.h"
 
 #include <gtest/gtest.h>
 

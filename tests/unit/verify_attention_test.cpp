@@ -56,7 +56,7 @@ void expect_table(const std::string& name) {
           recurrence = recurrence || (p.name == "(i) recurrence" && p.status == "proved");
         EXPECT_TRUE(recurrence);
         // The induction (docs/bounds.md §5 (a)): every query proved; the line may read unknown only
-        // because the stated REL falls below the proved value at n (bound_formula's long double).
+        // because the stated REL falls below the proved value at n (normalizer_bound's long double).
         bool induction = false;
         for (const auto& p : v.bound->parts)
           if (p.name == "induction") {

@@ -1,4 +1,4 @@
-// The fused backward's per-cell bound (verify/bounds/backward_bound.h, docs/bounds.md §8) against
+// The fused backward's per-cell bound (verify/online_softmax/bounds/backward_bound.h, docs/bounds.md §8) against
 // the interpreter: the composed training step and its rewrite with only the fused backward (the
 // pair verify checks the application on), every cell of dQ and dK within the bound evaluated from
 // the source's values, over adversarial input families — cancelling score gradients (equal value
@@ -23,8 +23,8 @@
 #include "rewrites/config.h"
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/tier.h"
-#include "verify/bounds/backward_bound.h"
-#include "verify/fused_backward_identity.h"
+#include "verify/online_softmax/bounds/backward_bound.h"
+#include "verify/online_softmax/fused_backward_identity.h"
 
 namespace fp {
 namespace {

@@ -1,4 +1,4 @@
-// The fused backward's term identity (verify/fused_backward_identity.h): proved on the tier's own
+// The fused backward's term identity (verify/online_softmax/fused_backward_identity.h): proved on the tier's own
 // emission for dQ and dK (no mask, causal with fully masked rows, a finite fill, the blocked form),
 // every cell within the bound it evaluates; and every planted mutant of the fused backward that
 // changes dQ or dK either breaks the identity or leaves the bound.
@@ -15,7 +15,7 @@
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/online_softmax/mutants.h"
 #include "rewrites/tier.h"
-#include "verify/fused_backward_identity.h"
+#include "verify/online_softmax/fused_backward_identity.h"
 
 namespace fp {
 namespace {

@@ -7,9 +7,10 @@
 #include <cmath>
 
 #include "core/numerics.h"
-#include "verify/bounds/bound_formula.h"
-#include "verify/bounds/mpfr_reference.h"
-#include "verify/smt/smt.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
+#include "verify/bounds/exp_reference.h"
+#include "verify/online_softmax/bounds/mpfr_reference.h"
+#include "verify/online_softmax/smt/queries.h"
 
 namespace fp::verify {
 namespace {

@@ -1,4 +1,4 @@
-// Wall-clock budgets (core/deadline.h) bound every phase of an obligation, and the counterexample
+// Wall-clock budgets (core/support/deadline.h) bound every phase of an obligation, and the counterexample
 // search scales down with size (issue 9: verify on a seq-512 attention gave no verdict after 900 s,
 // spending it on 1500 full-size interpreter trials that --timeout did not bound).
 
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "frontend/attention.h"
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "verify/engine.h"
 #include "verify/pair_check.h"
 #include "verify/search.h"

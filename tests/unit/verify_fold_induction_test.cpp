@@ -1,4 +1,4 @@
-// The block fold's bound for every (n, b) by induction (verify/smt/fold_induction.cpp,
+// The block fold's bound for every (n, b) by induction (verify/online_softmax/smt/fold_induction.cpp,
 // docs/bounds.md §7): every query is proved at the product's state precisions, the certificate
 // fails for a fold without its rescale and for a P_1 without the block sum's γ, and the
 // evaluated bound (fold_bound) is the scan's at b = 1, grows with n, and stays within a small
@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <string>
 
-#include "verify/bounds/bound_formula.h"
-#include "verify/bounds/induction_instance.h"
-#include "verify/bounds/mpfr_reference.h"
-#include "verify/smt/smt.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
+#include "verify/online_softmax/bounds/induction_instance.h"
+#include "verify/online_softmax/bounds/mpfr_reference.h"
+#include "verify/online_softmax/smt/queries.h"
 
 namespace fp::verify {
 namespace {

@@ -1,5 +1,5 @@
 // The γ calculus and the assembly of the fused backward's bound (verify/smt/gamma_calculus.cpp,
-// verify/smt/backward_assembly.cpp): every rule and step proved for every size, and weakened ones
+// verify/online_softmax/smt/backward_assembly.cpp): every rule and step proved for every size, and weakened ones
 // are not (the queries can fail).
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "verify/smt/smt.h"
+#include "verify/online_softmax/smt/queries.h"
 
 namespace fp {
 namespace {

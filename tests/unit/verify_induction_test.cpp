@@ -1,4 +1,4 @@
-// The normalizer bound for every n by induction (verify/smt/induction.cpp, docs/bounds.md §5
+// The normalizer bound for every n by induction (verify/online_softmax/smt/induction.cpp, docs/bounds.md §5
 // "(a) induction"): every query is proved at the product's precisions, the whole certificate
 // takes a few seconds, and it is not proved for a bound one term too small or for a scan
 // without its rescale. The instantiation at n rounds up.
@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <string>
 
-#include "verify/bounds/bound_formula.h"
-#include "verify/bounds/induction_instance.h"
-#include "verify/smt/smt.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
+#include "verify/online_softmax/bounds/induction_instance.h"
+#include "verify/online_softmax/smt/queries.h"
 
 namespace fp::verify {
 namespace {
@@ -97,10 +97,10 @@ TEST(VerifyInduction, FailsWithoutRescale) {
   }
 }
 
-// The proved formula at n, rounded up, agrees with the formula bound_formula evaluates (the same
+// The proved formula at n, rounded up, agrees with the formula normalizer_bound evaluates (the same
 // formula: only ε rounded up and the underflow terms bounded by short powers of two differ) and
 // is defined exactly where it is; the coverage test compares with the stated REL exactly.
-// The stated REL covers the proved value at every precision and n (a regression: bound_formula
+// The stated REL covers the proved value at every precision and n (a regression: normalizer_bound
 // once evaluated B - 1 in long double, which cancels, and stated a REL 4e-14 (f32, n = 3) to 6e-5
 // (f64, n = 3) relative below the formula's value).
 TEST(VerifyInduction, InstanceMatchesFormula) {

@@ -1,4 +1,4 @@
-// The all-sizes lift of the normalizer scan (verify/normalizer_lift.h): it holds for the tier's own
+// The all-sizes lift of the normalizer scan (verify/online_softmax/normalizer_lift.h): it holds for the tier's own
 // output, and a target that is right at the given size but wrong at another is never reported
 // for all sizes — it keeps the proof at its own sizes only.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "frontend/attention.h"
 #include "rewrites/config.h"
 #include "verify/engine.h"
-#include "verify/normalizer_lift.h"
+#include "verify/online_softmax/normalizer_lift.h"
 #include "verify/task.h"
 #include "verify_fixtures.h"
 

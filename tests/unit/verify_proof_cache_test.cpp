@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "cache_test_support.h"
-#include "core/build_identity.h"
+#include "core/support/build_identity.h"
 #include "core/diagnostic.h"
 #include "core/text_parser.h"
 #include "exec/jit.h"

@@ -6,7 +6,7 @@
 
 #include <tuple>
 
-#include "verify/block_skip_lemma.h"
+#include "verify/online_softmax/block_skip_lemma.h"
 
 #include <cmath>
 
@@ -129,7 +129,7 @@ TEST(VerifySmt, MaxWithMinusInfinityIsTheOtherOperand) {
   }
 }
 
-// The block-skip lemma (verify/block_skip_lemma.h) at the fold's precisions, and what it rules
+// The block-skip lemma (verify/online_softmax/block_skip_lemma.h) at the fold's precisions, and what it rules
 // out: without the zero sum Z, or without t0 in the block's sum, a query is sat.
 TEST(VerifySmt, BlockSkipLemmaIsProvedAndNotVacuous) {
   Limits lim;

@@ -1,11 +1,14 @@
 #pragma once
-// Upper bounds in MPFR (internal to verify/bounds/): a 256-bit number whose every sum, product and
-// quotient rounds up, and a divisor's 1 - x rounds down, so a formula over positive inputs
-// evaluates to at least its exact value (docs/bounds.md §5).
+// Upper bounds in MPFR (internal to the bounds/ folders of verify/ and of its members' proof
+// folders): a 256-bit number whose every sum, product and quotient rounds up, and a divisor's
+// 1 - x rounds down, so a formula over positive inputs evaluates to at least its exact value
+// (docs/bounds.md §5).
 
 #include <mpfr.h>
 
 #include <cstdint>
+
+#include "core/ir.h"
 
 namespace fp::verify {
 
@@ -61,5 +64,31 @@ class Up {
   }
   mpfr_t v_;
 };
+
+// Frees MPFR's caches of this thread on scope exit.
+struct Mpfr {
+  mpfr_t v;
+  explicit Mpfr(int bits) { mpfr_init2(v, bits); }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
+// |a - ref| + ref_error, rounded up: the observed error never below the truth, whatever the
+// sign of the difference (ref_error bounds the reference's own rounding).
+inline void error_up(mpfr_t out, double a, const mpfr_t ref, const mpfr_t ref_error) {
+  mpfr_set_d(out, a, MPFR_RNDN);  // exact: out has at least 53 bits
+  if (mpfr_cmp(out, ref) >= 0)
+    mpfr_sub(out, out, ref, MPFR_RNDU);
+  else
+    mpfr_sub(out, ref, out, MPFR_RNDU);
+  mpfr_add(out, out, ref_error, MPFR_RNDU);
+}
+
+// The rounding model's terms as Up values (verify/bounds/rounding_model.h gives them as doubles):
+// the underflow term of the bound's model, 2^lead + 2^tail exactly; γ_k(u) = k·u / (1 - k·u)
+// rounded up, +inf when k·u >= 1.
+Up model_underflow_up(Prec p);
+Up gamma_up(std::int64_t k, double u);
 
 }  // namespace fp::verify

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "verify/case_attach.h"
 #include "verify/phase_clock.h"

@@ -1,5 +1,5 @@
 #pragma once
-// The discharge shared by the exact all-sizes lifts (loop permutation, normalizer max): a
+// The discharge shared by the exact all-sizes lifts (the loop permutation, members' lifts): a
 // structural proof over symbolic extents, then a bitwise check of a small instance of the same
 // family (verify/size_reduction.h shrink_pair) as a cross-check that can only agree. Without the
 // proof, the bitwise check at the routines' own sizes decides, scoped to those sizes.

@@ -1,4 +1,4 @@
-// The γ calculus the fused backward's bound is assembled with (docs/bounds.md §8), proved over the
+// The γ calculus rounding bounds are assembled with (docs/bounds.md §8), proved over the
 // reals for every size: each query asserts the hypotheses and the negated conclusion, so unsat
 // proves the rule for every unit roundoff 0 < u <= 2^-8 and every size with size·u < 1 (where γ is
 // defined).

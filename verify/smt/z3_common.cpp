@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "core/atomic_file.h"
-#include "core/deadline.h"
+#include "core/support/atomic_file.h"
+#include "core/support/deadline.h"
 
 namespace fp::verify::smt {
 
@@ -60,7 +60,7 @@ SmtOutcome run_check(z3::solver& s, const SmtLimits& limits) {
                     limits.rlimit, path.filename().string(), s.to_smt2()));
   }
   SmtOutcome o;
-  // The thread's wall-clock budget (core/deadline.h) caps the backstop; a query it cuts short ends
+  // The thread's wall-clock budget (core/support/deadline.h) caps the backstop; a query it cuts short ends
   // the obligation (DeadlineExceeded) rather than reading as this query's own timeout.
   check_deadline("solver query");
   const double timeout_s = std::min(limits.timeout_s, seconds_left());

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "core/deadline.h"
+#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 #include "core/text_printer.h"

@@ -1,0 +1,23 @@
+#pragma once
+// The online-softmax member's checkers (verify/online_softmax/proofs.h registers them), one file
+// each in this folder:
+//   all-sizes-lift.normalizer-scan      the scan's running max is the composed max, bit for bit, for
+//                                       every extent (normalizer_max_lift.cpp)
+//   certified-bound.online-normalizer   the scan's l within its certified bound (online_normalizer_bound.cpp)
+//   certified-bound.block-fold-sum      the fold's l within its certified bound (the same file)
+//   certified-bound.block-fold-output   the fold's O within its certified bound (block_fold_output_bound.cpp)
+//   certified-bound.fused-backward      the fused backward's dQ / dK within §8 (fused_backward_bound.cpp)
+//   bitwise.fused-backward-dv           dV bitwise, its order for every size (fused_backward_order_check.cpp)
+
+#include "verify/checkers.h"
+
+namespace fp::verify {
+
+Checker normalizer_max_lift_checker();
+Checker online_normalizer_bound_checker();
+Checker block_fold_sum_bound_checker();
+Checker block_fold_output_bound_checker();
+Checker fused_backward_bound_checker();
+Checker fused_backward_dv_checker();
+
+}  // namespace fp::verify
