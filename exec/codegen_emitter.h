@@ -110,11 +110,11 @@ class Emitter {
   void substitute(const std::string& node, std::string lvalue) { subst_[node] = std::move(lvalue); }
   void unsubstitute(const std::string& node) { subst_.erase(node); }
   // A node every read of which, in the code emitted until unpin_node, is at one cell whose value
-  // `value` holds (a fused row's reduction result: exec/c_codegen.cpp row_fusion checks that every
+  // `value` holds (a fused row's reduction result: exec/c_schedule_row_fusion.cpp row_fusion checks that every
   // read, also through replays, is at that cell). Unlike substitute(), it applies inside replays.
   void pin_node(const std::string& node, std::string value) { pinned_[node] = std::move(value); }
   void unpin_node(const std::string& node) { pinned_.erase(node); }
-  // Gather hoisting, for a loop over lanes `j` (exec/c_codegen.cpp lane loops): while active, a
+  // Gather hoisting, for a loop over lanes `j` (exec/c_schedule_lanes.cpp lane loops): while active, a
   // load whose offset has a stride other than 0 or 1 in `j` and otherwise only variables from
   // `outer` is read from a lane array filled by a separate loop emitted before the lane loop (a
   // plain strided copy vectorizes; the same load inside a loop of exp and friends keeps the whole
@@ -138,7 +138,7 @@ class Emitter {
   std::set<std::string> bound_variables() const;
 
   // One particular expression of the routine replaced by a C rvalue of its type: a read by a
-  // packed copy, an exp by its value computed ahead (c_codegen's paired exponentials).
+  // packed copy, an exp by its value computed ahead (exec/c_schedule_paired_exps.cpp).
   void substitute_expr(const Expr* read, std::string rvalue) { expr_subst_[read] = std::move(rvalue); }
   void unsubstitute_expr(const Expr* read) { expr_subst_.erase(read); }
   void clear_expr_substitutions() { expr_subst_.clear(); }

@@ -12,8 +12,8 @@
 //    reduced loops in the thread with the cell in a register;
 //  - any other statement whose outermost loops are parallel-safe (codegen::parallel_safe): one
 //    thread per iteration of the longest such prefix of its loop chain, the rest in the thread;
-//  - a statement whose rows hold the online-softmax scan or the fold's scan over key blocks
-//    (exec/cuda_row_kernel.h): the row kernel, one thread per row of one row loop (the query
+//  - a statement whose rows hold a scan (one carrying a running max and a rescaled sum, or one over
+//    blocks of another node's rows with several statements per step) (exec/cuda_row_kernel.h): the row kernel, one thread per row of one row loop (the query
 //    rows), the other rows one per block row of the grid (blockIdx.y), the row's private tiles in per-thread arrays
 //    (registers, or local memory the L1 caches) and the key and value blocks each scan iteration
 //    reads staged through shared memory by the whole block;

@@ -10,7 +10,8 @@
 //    2^31 − 1 blocks), the others (the outer rows, one per block row of the grid) are uniform
 //    over a block;
 //  - the body of its last row (looked through a block that is all of it) holds a live scan
-//    directly (the online-softmax scan, the fold's scan over key blocks); and
+//    directly (one carrying a running max and a rescaled sum, one over blocks of another node's
+//    rows with several statements per step); and
 //  - something is gained: a row-private tile (exec/row_private.h) or a staged node.
 // A node is staged for the scan when it is read in the scan's body, never written in the
 // statement, not read through a virtual node's replay, not row-private, and every read of it in

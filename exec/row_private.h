@@ -12,8 +12,9 @@
 //  - a slice holds +0 when its iteration starts (n starts at +0 and nothing else writes it), and
 //    nothing reads it after that iteration (every access is in P, inside the iteration);
 // so running each iteration on a fresh slice zeroed at its start, indexed by the other axes alone,
-// computes exactly what the whole buffer computes. The compiled C executor uses it to keep a
-// fold's tiles on the stack (exec/c_codegen.cpp, docs/executors.md).
+// computes exactly what the whole buffer computes. The compiled C executor uses it to keep the
+// per-row tiles of a band run in lanes on the stack (exec/c_schedule_private_tiles.cpp,
+// docs/executors.md).
 
 #include <cstddef>
 #include <cstdint>

@@ -255,7 +255,7 @@ TEST(ExecC, LaneBandRecurrenceThroughMemoryReadsFreshValues) {
   expect_bitwise({r}, {"recur"});
 }
 
-// Lane bands (exec/c_codegen.cpp lane_stmt): a store nest accumulating into the lane's own cells
+// Lane bands (exec/c_schedule_lanes.cpp lane_stmt): a store nest accumulating into the lane's own cells
 // runs as one simd loop over the lanes with 8 cells per lane in scalars (lane_register_reduction:
 // 13 cells, so a block of 8 and a rest of 5, and a single-cell reduction); an update in place with
 // the lanes innermost; a guard the same in every lane as one scalar `if` around them — inside a
@@ -318,7 +318,7 @@ TEST(ExecC, LaneBandReductionsAndUniformGuardsStayBitwise) {
   EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
-// Loop fission (exec/c_codegen.cpp fissioned_loop): a lane band's loop over t computing a local
+// Loop fission (exec/c_schedule_fission.cpp fissioned_loop): a lane band's loop over t computing a local
 // and accumulating it into a store nest runs the locals for a chunk of t first, then the
 // accumulation with the cells in a small array — bitwise the same, at every precision, with
 // extents that are not multiples of the chunk or the lane width and NaN/inf inputs. Bodies where
@@ -367,7 +367,7 @@ TEST(ExecC, FissionedAccumulationAgreesBitwiseAndDeclinesInteractingPhases) {
   EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
-// Paired exponentials (exec/c_codegen.cpp paired_exps): the online-softmax scan's rescale and
+// Paired exponentials (exec/c_schedule_paired_exps.cpp paired_exps): the online-softmax scan's rescale and
 // term share one vectorized exp per lane; a store with two exps outside a scan is left alone.
 // Both agree bitwise (rows of NaN and -inf scores take the fix-up path).
 TEST(ExecC, PairedExponentialsOnlyInScansAndBitwise) {
@@ -422,7 +422,7 @@ TEST(ExecC, IndexToI32IsAnIntegerSaturationEqualToTheInterpreters) {
   expect_bitwise({r}, {"idx.i32"});
 }
 
-// Loop-invariant code motion in reduction nests (exec/c_codegen.cpp hoisted_invariants): a
+// Loop-invariant code motion in reduction nests (exec/c_schedule_invariants.cpp hoisted_invariants): a
 // replayed virtual operand that does not depend on the lane loop (the training step's
 // `where(mask)·scale` gradient chain) is computed once per row block into an array; one that
 // depends on the lane loop, or a nest without replays, is left in place. Bitwise either way, at
@@ -478,7 +478,7 @@ TEST(ExecC, LaneInvariantReplaysAreHoistedOnlyWhenInvariantAndStayBitwise) {
   EXPECT_TRUE(bitwise_equal(interpret(rs[0], in), progs[0]->run(in)));
 }
 
-// Register-blocked reduction nests (exec/c_codegen.cpp lane_groups): at f32 and f64 a lane block
+// Register-blocked reduction nests (exec/c_schedule_reduction.cpp lane_groups): at f32 and f64 a lane block
 // of 4 vectors × 4 rows of independent cells, chosen from the nest's shape (program_plan.h
 // NestShape), never for a nest whose per-cell order a reordering would change — one that reads
 // the stored node at another cell, or stores through a skewed index — and never at f16/bf16.
@@ -555,7 +555,7 @@ TEST(ExecC, RegisterBlockedContractionsOnlyWhereThePerCellOrderIsKept) {
   }
 }
 
-// Row reductions in panels (exec/c_codegen.cpp rows_in_panels): a row max or sum whose operand
+// Row reductions in panels (exec/c_schedule_row_reductions.cpp rows_in_panels): a row max or sum whose operand
 // is read along the rows (a direct read, or a virtual one replayed into the panel) runs over
 // chunks of the reduced loop from a contiguous copy, several vectors of rows at a time at
 // f32/f64; a row reduction whose operand is contiguous across the rows is left alone. Bitwise,
@@ -620,7 +620,7 @@ TEST(ExecC, RowReductionsReadRowsFromContiguousPanelsAndStayBitwise) {
   }
 }
 
-// Order-free row reductions (exec/c_codegen.cpp order_free_rows): a row max or min at f32/f64 whose
+// Order-free row reductions (exec/c_schedule_row_reductions.cpp order_free_rows): a row max or min at f32/f64 whose
 // operand is contiguous along the reduced loop runs along the row in partial maxima; nothing else
 // does — not a sum (its order matters), not a max whose operand reads the cell, not f16/bf16, not an
 // operand strided along the reduced loop, not a row shorter than the partials. Bitwise, with extents
@@ -718,7 +718,7 @@ TEST(ExecC, OrderFreeRowReductionsOnlyForMaxAndMinAndStayBitwise) {
   }
 }
 
-// Row fusion (exec/c_codegen.cpp row_fusion): a row reduction followed by a pointwise statement
+// Row fusion (exec/c_schedule_row_fusion.cpp row_fusion): a row reduction followed by a pointwise statement
 // that reads the reduction's result only at its own row (directly or through a replay) runs that
 // statement row by row inside the reduction (after each finished row, or block of rows); not when it
 // reads another row, writes what the reduction reads, or a buffer is released in between. Bitwise
@@ -813,7 +813,7 @@ TEST(ExecC, RowFusionOnlyWhereEveryReadIsAtTheFinishedRowAndStaysBitwise) {
   }
 }
 
-// A `zero W` folded into the reduction nest that follows it (exec/c_codegen.cpp
+// A `zero W` folded into the reduction nest that follows it (exec/c_schedule_zero_fold.cpp
 // zero_taken_by_next): only when the nest stores every cell of W; the schedules that load each cell
 // once start it at +0 (no memset), those that reload cells (rows in panels) run the memset first.
 // Bitwise at every precision with NaN and ±inf operands, and a buffer whose old contents (a pooled
@@ -893,7 +893,7 @@ TEST(ExecC, ZeroFoldedIntoAFullCoverAccumulationOnlyAndStaysBitwise) {
   }
 }
 
-// Column panels (exec/c_codegen.cpp panel_row_blocks): a lane-invariant operand read down a column
+// Column panels (exec/c_schedule_invariants.cpp panel_row_blocks): a lane-invariant operand read down a column
 // (contiguous along the row loop, a large stride along the reduced loop: the score gradient in the
 // key gradient, the probabilities in the value gradient) is copied into panels of 8 row blocks,
 // the reduced loop in chunks with each accumulator carried through its cell. Extents that fill no
