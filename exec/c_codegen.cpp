@@ -197,7 +197,7 @@ int fpx_abi_version(void) { return 1; }
 
 }  // namespace
 
-namespace cgen {
+namespace codegen {
 
 std::string CGenerator::run() {
   std::string& o = em_.out();
@@ -490,10 +490,10 @@ std::int64_t CGenerator::flat_coefficient(const Node& n, const std::vector<Index
   return c;
 }
 
-}  // namespace cgen
+}  // namespace codegen
 
 std::string generate_c(const ProgramPlan& plan, const CCodegenOptions& opts) {
-  return cgen::CGenerator(plan, opts).run();
+  return codegen::CGenerator(plan, opts).run();
 }
 
 }  // namespace fp

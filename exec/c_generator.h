@@ -38,7 +38,7 @@
 #include "exec/codegen_emitter.h"
 #include "exec/program_plan.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 using codegen::Aff;
 using codegen::Dialect;
@@ -294,4 +294,4 @@ class CGenerator {
   std::vector<std::pair<const Expr*, std::string>> invariants_;  // hoisted expressions -> their arrays
 };
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

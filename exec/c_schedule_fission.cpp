@@ -19,7 +19,7 @@
 #include "core/ir_visit.h"
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // The two phases of `loop` as above, or none.
 std::optional<CGenerator::Fission> CGenerator::fission_of(const Stmt& loop) const {
@@ -152,4 +152,4 @@ void CGenerator::fissioned_loop(const Stmt& loop, const Fission& f) {
   panel_loop(loop, phase_a, phase_b);
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

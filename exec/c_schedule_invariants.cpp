@@ -14,7 +14,7 @@
 
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // Loop-invariant code motion in a reduction nest: the maximal subexpressions of the value that
 // replay a virtual node (the costly part: a gradient chain `where(mask, ...)·scale` replayed per
@@ -239,4 +239,4 @@ void CGenerator::panel_chunk(const NestShape& shape, const Node& w, const Stmt* 
   em_.close();
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

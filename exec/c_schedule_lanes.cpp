@@ -17,7 +17,7 @@
 #include "core/ir_visit.h"
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // A statement that is not a reduction nest and whose band's body keeps per-iteration state
 // (locals, a scan) or runs several statements per iteration (the steps of a tile loop, say) runs
@@ -492,4 +492,4 @@ void CGenerator::lane_scan(const Stmt& s) {
   em_.close();
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

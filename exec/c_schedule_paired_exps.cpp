@@ -14,7 +14,7 @@
 #include "core/ir_visit.h"
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // The exps in a store's value (not inside another exp's argument), in evaluation order.
 std::vector<const Expr*> CGenerator::exps_of(const Stmt& s) {
@@ -98,4 +98,4 @@ std::vector<std::string> CGenerator::paired_exps(const Stmt& s) {
   return {val[0], val[1]};
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

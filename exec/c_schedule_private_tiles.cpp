@@ -14,7 +14,7 @@
 #include "exec/c_generator.h"
 #include "exec/row_private.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // Per statement run in lanes, the row-private nodes of its chain up to the band's end whose
 // slices fit the stack limit together (first come first served), and only where a slice is
@@ -74,4 +74,4 @@ void CGenerator::open_private_tiles(const std::vector<PrivateTile>& tiles, const
   }
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

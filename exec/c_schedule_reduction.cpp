@@ -14,7 +14,7 @@
 
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // A reduction nest (exec/program_plan.h NestShape) — the cell of every target iteration is
 // independent and sees its reduced iterations in the original order whatever the schedule, so:
@@ -360,4 +360,4 @@ void CGenerator::lanes(const NestShape& shape, const Node& w, const Stmt* lane, 
   em_.close();
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

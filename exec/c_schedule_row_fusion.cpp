@@ -23,7 +23,7 @@
 #include "core/ir_visit.h"
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // The pointwise statement P that may run row by row inside the row reduction R at position p, as
 // above, or none.
@@ -152,4 +152,4 @@ void CGenerator::row_epilogue() {
   for (const auto& [t, l] : f.rows) em_.unbind_sym(l);
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

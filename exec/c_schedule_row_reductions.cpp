@@ -16,7 +16,7 @@
 #include "core/ir_visit.h"
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // Order-free row reductions (a row max or min: `W[J] = max(W[J], x)` or `min`, at f32 or f64, one
 // reduced loop along which every operand is contiguous or invariant, x not reading W directly or
@@ -308,4 +308,4 @@ bool CGenerator::rows_in_panels(const NestShape& shape, const Node& w, const Stm
   return true;
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

@@ -9,7 +9,7 @@
 
 #include "exec/c_generator.h"
 
-namespace fp::cgen {
+namespace fp::codegen {
 
 // `zero W` followed (only replayed definitions and zeros of other nodes in between) by a reduction
 // nest that stores every cell of W (each axis a target loop over the whole dimension, or a fixed 0
@@ -69,4 +69,4 @@ void CGenerator::zero_now(const Node& w) {
   zero_start_ = false;
 }
 
-}  // namespace fp::cgen
+}  // namespace fp::codegen

@@ -127,7 +127,8 @@ std::vector<InductionStep> prove_gamma_calculus(const SmtLimits& limits, bool mu
 // §8 and §8.1), over the reals for every value of their variables given the rounding model and
 // the γ calculus: one step of a left-to-right sum of perturbed terms (sum.*, the induction behind
 // every sum's bound), a scaled pair (scale.link), a contraction's term (contraction.term), and a
-// product with one perturbed factor (carried.*, verify/accumulation_bound.h).
-std::vector<InductionStep> prove_perturbation_calculus(const SmtLimits& limits);
+// product with one perturbed factor (carried.*, verify/accumulation_bound.h). `mutant` closes the
+// carried difference with one underflow term instead of two (carried.close then sat).
+std::vector<InductionStep> prove_perturbation_calculus(const SmtLimits& limits, bool mutant = false);
 
 }  // namespace fp::verify::smt
