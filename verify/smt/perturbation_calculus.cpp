@@ -16,13 +16,8 @@ namespace fp::verify::smt {
 
 namespace {
 
-struct Step {
-  const char* name;
-  const char* statement;
-  const char* smt;  // declarations, hypotheses and the negated conclusion (SMT-LIB2)
-};
-
-const Step kSteps[] = {
+// `TWO_W` stands for carried.close's two underflow terms; the mutant keeps one.
+const detail::RealStep kSteps[] = {
     {"carried.identity",
      "a product with one perturbed factor (verify/accumulation_bound.h): y = a·b(1 + δ) + η, y' = a'·b(1 + δ') + η': y' - y = (a' - a)·b + a'·b·δ' - a·b·δ + η' - η (a ring identity)",
      R"smt((declare-const a Real) (declare-const at Real) (declare-const b Real) (declare-const d Real) (declare-const dt Real) (declare-const h Real) (declare-const ht Real)
@@ -89,21 +84,14 @@ const Step kSteps[] = {
 (assert (> (ab (- (* gf x (+ 1 tf)) (* gc x (+ 1 tc)))) (* (ab x) (+ (ab (- gf gc)) (* gm (+ (ab gf) (ab gc))))))))smt"},
 };
 
-constexpr const char* kPrelude = "(define-fun ab ((x Real)) Real (ite (>= x 0) x (- x)))\n";
-
 }  // namespace
 
 std::vector<InductionStep> prove_perturbation_calculus(const SmtLimits& limits, bool mutant) {
   std::vector<InductionStep> out;
-  for (const Step& st : kSteps) {
-    // `TWO_W` is the difference's two underflow terms; the mutant keeps one.
+  for (const detail::RealStep& st : kSteps) {
     std::string text = st.smt;
     for (std::size_t at; (at = text.find("TWO_W")) != std::string::npos;) text.replace(at, 5, mutant ? "w" : "(* 2 w)");
-    z3::context c;
-    z3::solver s(c);
-    detail::apply_limits(c, s, limits);
-    s.add(c.parse_string((std::string(kPrelude) + text).c_str()));
-    out.push_back(detail::run_step(s, st.name, st.statement, limits));
+    out.push_back(detail::run_real_step(st, text, limits));
   }
   return out;
 }

@@ -147,6 +147,15 @@ InductionStep run_step(z3::solver& s, const std::string& name, const std::string
   return InductionStep{name, statement, run_check(s, lim)};
 }
 
+InductionStep run_real_step(const RealStep& step, const std::string& smt, const SmtLimits& limits) {
+  static constexpr const char* kPrelude = "(define-fun ab ((x Real)) Real (ite (>= x 0) x (- x)))\n";
+  z3::context c;
+  z3::solver s(c);
+  apply_limits(c, s, limits);
+  s.add(c.parse_string((std::string(kPrelude) + smt).c_str()));
+  return run_step(s, step.name, step.statement, limits);
+}
+
 }  // namespace detail
 
 }  // namespace fp::verify::smt

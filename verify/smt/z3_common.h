@@ -1,5 +1,6 @@
 #pragma once
-// Shared helpers of the verify/smt/ sources (private to this folder: includes z3++.h).
+// Shared helpers of the smt/ folders' sources (the engine's verify/smt/ and each member's
+// verify/<member>/smt/; private to them: includes z3++.h).
 
 #include <z3++.h>
 
@@ -35,6 +36,17 @@ InductionStep integer_fact(const std::string& name, const std::string& statement
   s.add(negation(v));
   return run_step(s, name, statement, limits);
 }
+
+// A proof step written in SMT-LIB2 over the reals: its declarations, hypotheses and the negated
+// conclusion (`ab` is the absolute value), so that unsat proves it for every value of its
+// variables.
+struct RealStep {
+  const char* name;
+  const char* statement;
+  const char* smt;
+};
+// Runs `step` with `smt` as its text (the step's own, or a variant of it: a mutant), as run_step.
+InductionStep run_real_step(const RealStep& step, const std::string& smt, const SmtLimits& limits);
 
 // An exact rational numeral for a finite double.
 z3::expr real_of(z3::context& c, double v);

@@ -19,14 +19,8 @@ namespace fp::verify::smt {
 
 namespace {
 
-struct Step {
-  const char* name;
-  const char* statement;
-  const char* smt;  // declarations, hypotheses and the negated conclusion (SMT-LIB2)
-};
-
 // `GN` stands for the index the composed closing needs (γ_{n+4}); the mutant puts γ_{n+2}.
-const Step kSteps[] = {
+const detail::RealStep kSteps[] = {
     {"composed.identity",
      "ng - g* = e·θ2·(a* + lg*) + e(1 + θ2)(a*·δ1 + η1 + lg - lg*) + η6 (a ring identity)",
      R"smt((declare-const ast Real) (declare-const d1 Real) (declare-const h1 Real) (declare-const lg Real) (declare-const lgs Real)
@@ -186,20 +180,14 @@ const Step kSteps[] = {
 (assert (> (+ X (* gm Y)) (+ (* (ab g) (+ Dl (* g2 pi) (* gm pi (+ 1 g2)))) (* 2 (+ 2 u) w (+ 1 gm))))))smt"},
 };
 
-constexpr const char* kPrelude = "(define-fun ab ((x Real)) Real (ite (>= x 0) x (- x)))\n";
-
 }  // namespace
 
 std::vector<InductionStep> prove_backward_assembly(const SmtLimits& limits, bool mutant) {
   std::vector<InductionStep> out;
-  for (const Step& st : kSteps) {
+  for (const detail::RealStep& st : kSteps) {
     std::string text = st.smt;
     for (std::size_t at; (at = text.find("GN")) != std::string::npos;) text.replace(at, 2, mutant ? "gn2" : "gn4");
-    z3::context c;
-    z3::solver s(c);
-    detail::apply_limits(c, s, limits);
-    s.add(c.parse_string((std::string(kPrelude) + text).c_str()));
-    out.push_back(detail::run_step(s, st.name, st.statement, limits));
+    out.push_back(detail::run_real_step(st, text, limits));
   }
   return out;
 }
