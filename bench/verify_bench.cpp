@@ -35,10 +35,10 @@
 #include "core/numerics.h"
 #include "frontend/attention.h"
 #include "tests/fixtures/attention_suite.h"
-#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/bounds/exp_reference.h"
-#include "verify/online_softmax/bounds/mpfr_reference.h"
 #include "verify/engine.h"
+#include "verify/online_softmax/bounds/mpfr_reference.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/online_softmax/smt/queries.h"
 
 namespace fp::verify {

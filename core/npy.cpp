@@ -16,9 +16,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
+#include "core/support/atomic_file.h"
 
 namespace fp {
 

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <optional>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/support/atomic_file.h"
 #include "core/support/sha256.h"
 #include "exec/cuda_codegen.h"
 #include "exec/cuda_run.h"

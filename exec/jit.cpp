@@ -27,8 +27,8 @@
 #include <random>
 #include <sstream>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/support/atomic_file.h"
 #include "core/support/private_directory.h"
 #include "core/support/sha256.h"
 #include "exec/executor.h"

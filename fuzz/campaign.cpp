@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <set>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/support/atomic_file.h"
 #include "fuzz/corpus.h"
 #include "fuzz/crash_guard.h"
 #include "fuzz/findings.h"

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/support/atomic_file.h"
 #include "fuzz/corpus.h"
 #include "fuzz/findings.h"
 

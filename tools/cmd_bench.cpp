@@ -15,12 +15,12 @@
 #include <memory>
 #include <sstream>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/interpreter_program.h"
 #include "core/memory_report.h"
 #include "core/placement.h"
 #include "core/random_inputs.h"
+#include "core/support/atomic_file.h"
 #include "exec/c_executor.h"
 #include "exec/cpu_peak.h"
 #include "exec/executor.h"

@@ -18,8 +18,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "core/support/cache_auth_key.h"
 #include "core/diagnostic.h"
+#include "core/support/cache_auth_key.h"
 #include "core/support/private_cache.h"
 #include "exec/jit.h"
 #include "tools/command.h"

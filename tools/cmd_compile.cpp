@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/memory_report.h"
+#include "core/support/atomic_file.h"
 #include "exec/c_codegen.h"
 #include "exec/c_executor.h"
 #include "exec/executor.h"

@@ -17,11 +17,11 @@
 #include <memory>
 #include <set>
 
-#include "core/support/atomic_directory.h"
 #include "core/diagnostic.h"
 #include "core/diagnostic_render.h"
-#include "core/support/executable_path.h"
 #include "core/npy.h"
+#include "core/support/atomic_directory.h"
+#include "core/support/executable_path.h"
 #include "exec/executor.h"
 #include "flashproof/version.h"
 #include "pipeline/prepared_program.h"

@@ -7,13 +7,13 @@
 
 #include <filesystem>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
 #include "core/input_validation.h"
 #include "core/interpreter.h"
 #include "core/memory_report.h"
 #include "core/npy.h"
 #include "core/placement.h"
+#include "core/support/atomic_file.h"
 #include "core/tensor_summary.h"
 #include "exec/executor.h"
 #include "pipeline/prepared_program.h"

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "core/diagnostic.h"
-#include "core/support/executable_path.h"
 #include "core/diagnostic_render.h"
+#include "core/support/executable_path.h"
 #include "flashproof/version.h"
+#include "fuzz/libfuzzer_flags.h"
 #include "tools/cli_errors.h"
 #include "tools/command.h"
-#include "fuzz/libfuzzer_flags.h"
 #include "tools/standard_output.h"
 
 namespace {

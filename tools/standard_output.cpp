@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/support/atomic_file.h"
 #include "core/diagnostic.h"
+#include "core/support/atomic_file.h"
 
 namespace fp::cli {
 

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "core/npy.h"
 #include "core/support/atomic_directory.h"
 #include "core/support/executable_path.h"
-#include "core/npy.h"
 #include "core/text_printer.h"
 
 namespace fp::verify {

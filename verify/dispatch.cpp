@@ -9,8 +9,8 @@
 #include "core/support/deadline.h"
 #include "verify/checkers.h"
 #include "verify/compare.h"
-#include "verify/phase_clock.h"
 #include "verify/engine.h"
+#include "verify/phase_clock.h"
 #include "verify/smt/smt.h"
 
 namespace fp::verify {

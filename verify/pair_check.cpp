@@ -8,13 +8,13 @@
 #include <map>
 #include <optional>
 
-#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "core/support/deadline.h"
 #include "core/text_printer.h"
-#include "verify/smt/smt.h"
 #include "verify/phase_clock.h"
+#include "verify/smt/smt.h"
 #include "verify/symbolic/symexec.h"
 
 namespace fp::verify {

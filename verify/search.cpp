@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/support/deadline.h"
 #include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "core/support/deadline.h"
 #include "verify/phase_clock.h"
 
 namespace fp::verify {

@@ -11,9 +11,9 @@
 #include <set>
 
 #include "core/checker.h"
-#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
+#include "core/support/deadline.h"
 #include "verify/phase_clock.h"
 
 namespace fp::verify {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "verify/engine_options.h"
-#include "verify/task.h"
 #include "verify/proof_cache.h"
+#include "verify/task.h"
 
 namespace fp::verify {
 

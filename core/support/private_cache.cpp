@@ -20,9 +20,9 @@
 #include <set>
 #include <vector>
 
+#include "core/diagnostic.h"
 #include "core/support/atomic_file.h"
 #include "core/support/cache_auth_key.h"
-#include "core/diagnostic.h"
 #include "core/support/hmac_sha256.h"
 #include "core/support/private_directory.h"
 

@@ -17,9 +17,9 @@
 #include <iterator>
 
 #include "child_process.h"
-#include "core/support/atomic_directory.h"
 #include "core/diagnostic.h"
 #include "core/npy.h"
+#include "core/support/atomic_directory.h"
 
 namespace fp {
 namespace {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/checker.h"
 #include "core/interpreter.h"
 #include "core/random_inputs.h"
 #include "frontend/attention.h"
@@ -16,7 +17,6 @@
 #include "rewrites/online_softmax/mutants.h"
 #include "rewrites/tier.h"
 #include "tensor_expect.h"
-#include "core/checker.h"
 #include "verify/accumulation_bound.h"
 #include "verify/diff_plan.h"
 

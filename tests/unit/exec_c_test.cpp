@@ -36,9 +36,9 @@
 #include "exec/program_plan.h"
 #include "frontend/attention.h"
 #include "fuzz/random_routine.h"
+#include "jit_test_options.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
-#include "jit_test_options.h"
 #include "tensor_expect.h"
 
 namespace fp {

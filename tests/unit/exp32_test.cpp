@@ -22,10 +22,10 @@
 #include "core/numerics.h"
 #include "core/tensor.h"
 #include "core/text_parser.h"
-#include "jit_test_options.h"
 #include "exec/c_executor.h"
-#include "verify/bounds/rounding_model.h"
+#include "jit_test_options.h"
 #include "verify/bounds/exp_reference.h"
+#include "verify/bounds/rounding_model.h"
 #include "verify/online_softmax/bounds/mpfr_reference.h"
 
 namespace fp {

@@ -16,8 +16,8 @@
 #include <filesystem>
 
 #include "cache_test_support.h"
-#include "core/support/cache_auth_key.h"
 #include "core/diagnostic.h"
+#include "core/support/cache_auth_key.h"
 #include "core/support/private_directory.h"
 
 namespace fp {

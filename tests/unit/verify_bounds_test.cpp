@@ -7,9 +7,9 @@
 #include <cmath>
 
 #include "core/numerics.h"
-#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/bounds/exp_reference.h"
 #include "verify/online_softmax/bounds/mpfr_reference.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/online_softmax/smt/queries.h"
 
 namespace fp::verify {

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "frontend/attention.h"
 #include "core/support/deadline.h"
+#include "frontend/attention.h"
 #include "verify/engine.h"
 #include "verify/pair_check.h"
 #include "verify/search.h"

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <string>
 
-#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/online_softmax/bounds/induction_instance.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/online_softmax/smt/queries.h"
 
 namespace fp::verify {

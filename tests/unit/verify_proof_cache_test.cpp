@@ -11,13 +11,13 @@
 #include <regex>
 
 #include "cache_test_support.h"
-#include "core/support/build_identity.h"
 #include "core/diagnostic.h"
+#include "core/support/build_identity.h"
 #include "core/text_parser.h"
 #include "exec/jit.h"
 #include "verify/engine.h"
-#include "verify/verdict_cache.h"
 #include "verify/proof_cache.h"
+#include "verify/verdict_cache.h"
 
 namespace fp::verify {
 namespace {

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "core/support/deadline.h"
 #include "core/diagnostic.h"
+#include "core/random_inputs.h"
+#include "core/support/deadline.h"
 #include "verify/case_attach.h"
 #include "verify/phase_clock.h"
-#include "core/random_inputs.h"
 #include "verify/search.h"
 #include "verify/size_reduction.h"
 

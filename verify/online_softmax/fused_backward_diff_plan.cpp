@@ -17,8 +17,8 @@
 #include "core/ir_visit.h"
 #include "rewrites/online_softmax/claims.h"
 #include "verify/bounds/rounding_model.h"
-#include "verify/online_softmax/bounds/backward_bound.h"
 #include "verify/loop_nest.h"
+#include "verify/online_softmax/bounds/backward_bound.h"
 #include "verify/plan_decline.h"
 
 namespace fp::verify {

@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "verify/online_softmax/bounds/backward_bound.h"
 #include "verify/bounds/rounding_model.h"
+#include "verify/online_softmax/bounds/backward_bound.h"
 #include "verify/phase_clock.h"
 #include "verify/symbolic/symexec.h"
 

@@ -7,8 +7,8 @@
 
 #include "core/ir_visit.h"
 #include "core/text_printer.h"
-#include "verify/phase_clock.h"
 #include "verify/online_softmax/smt/queries.h"
+#include "verify/phase_clock.h"
 
 namespace fp::verify {
 

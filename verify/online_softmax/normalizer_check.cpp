@@ -13,22 +13,22 @@
 #include <set>
 #include <unordered_map>
 
-#include "core/support/build_identity.h"
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
-#include "verify/online_softmax/block_skip_lemma.h"
-#include "verify/online_softmax/bounds/normalizer_bound.h"
-#include "verify/online_softmax/bounds/induction_instance.h"
+#include "core/support/build_identity.h"
 #include "verify/bounds/exp_reference.h"
 #include "verify/downstream_bounds.h"
 #include "verify/loop_nest.h"
+#include "verify/online_softmax/block_skip_lemma.h"
+#include "verify/online_softmax/bounds/induction_instance.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/online_softmax/normalizer_lift.h"
+#include "verify/online_softmax/smt/queries.h"
 #include "verify/phase_clock.h"
 #include "verify/proof_cache.h"
 #include "verify/size_reduction.h"
-#include "verify/online_softmax/smt/queries.h"
 #include "verify/symbolic/symexec.h"
 
 namespace fp::verify {

@@ -13,7 +13,7 @@
 //        term must be the first and its target term the second (pointer equality). Anything else
 //        is not the recurrence the bound is about;
 //  (ii)  the certificate of the formula at (storage, state): the induction for every n
-//        (verify/online_softmax/smt/induction.h; its value at n against the stated REL); (a) Z3 over the reals,
+//        (verify/online_softmax/smt/induction.cpp; its value at n against the stated REL); (a) Z3 over the reals,
 //        n = 1..real_n, every pattern of new maxima, when asked for (--real-n) or when the
 //        induction is not proved (then n <= 3) — undecided patterns are reported unknown, never
 //        passed; (b) MPFR rows (>= 10^4, adversarial families); (c) the worst observed error as a

@@ -9,9 +9,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/support/deadline.h"
 #include "core/ir_visit.h"
 #include "core/numerics.h"
+#include "core/support/deadline.h"
 #include "rewrites/online_softmax/claims.h"
 #include "verify/loop_nest.h"
 #include "verify/phase_clock.h"

@@ -29,7 +29,7 @@
 // the source's max fold (max is commutative and returns an operand or NaN, so folding the
 // widened scores at q and storing back at p is the fold at p), bitwise; the target's l is the
 // online recurrence over the same row of scores whose composed sum the source's l is — the
-// statement the bound certificate's induction (verify/online_softmax/smt/induction.h) takes as its premise.
+// statement the bound certificate's induction (verify/online_softmax/smt/induction.cpp) takes as its premise.
 
 #include <string>
 #include <vector>

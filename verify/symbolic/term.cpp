@@ -7,9 +7,9 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/numerics.h"
+#include "core/support/deadline.h"
 #include "core/text_printer.h"
 
 namespace fp::verify {

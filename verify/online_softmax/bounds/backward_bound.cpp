@@ -9,8 +9,8 @@
 #include <limits>
 
 #include "core/numerics.h"
-#include "verify/bounds/rounding_model.h"
 #include "verify/bounds/mpfr_up.h"
+#include "verify/bounds/rounding_model.h"
 
 namespace fp::verify {
 

@@ -10,16 +10,16 @@
 #include <map>
 #include <optional>
 
-#include "core/support/deadline.h"
 #include "core/diagnostic.h"
 #include "core/interpreter.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "core/support/deadline.h"
 #include "rewrites/online_softmax/claims.h"
 #include "rewrites/online_softmax/online_softmax.h"
-#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/bounds/mpfr_up.h"
 #include "verify/error_bound.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
 
 namespace fp::verify {
 

@@ -14,10 +14,10 @@
 #include "core/random_inputs.h"
 #include "rewrites/online_softmax/claims.h"
 
-#include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/case_attach.h"
-#include "verify/online_softmax/checkers/checkers.h"
 #include "verify/downstream_bounds.h"
+#include "verify/online_softmax/bounds/normalizer_bound.h"
+#include "verify/online_softmax/checkers/checkers.h"
 #include "verify/online_softmax/normalizer_check.h"
 #include "verify/search.h"
 #include "verify/verdict_cache.h"

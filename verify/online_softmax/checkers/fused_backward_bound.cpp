@@ -20,19 +20,19 @@
 #include <mutex>
 #include <set>
 
-#include "core/support/deadline.h"
 #include "core/numerics.h"
 #include "core/random_inputs.h"
+#include "core/support/deadline.h"
 #include "rewrites/online_softmax/claims.h"
-#include "verify/online_softmax/bounds/backward_bound.h"
 #include "verify/bounds/rounding_model.h"
+#include "verify/case_attach.h"
+#include "verify/compare.h"
+#include "verify/online_softmax/bounds/backward_bound.h"
+#include "verify/online_softmax/checkers/checkers.h"
+#include "verify/online_softmax/checkers/fused_backward_order_step.h"
 #include "verify/online_softmax/fused_backward_diff_plan.h"
 #include "verify/online_softmax/fused_backward_identity.h"
 #include "verify/online_softmax/smt/queries.h"
-#include "verify/case_attach.h"
-#include "verify/online_softmax/checkers/checkers.h"
-#include "verify/online_softmax/checkers/fused_backward_order_step.h"
-#include "verify/compare.h"
 #include "verify/search.h"
 
 namespace fp::verify {

@@ -3,8 +3,8 @@
 // verify/online_softmax/normalizer_lift.h — then the bitwise check of a small instance as a cross-check
 // (verify/checkers/exact_lift.h). Without the lift, the bitwise check at the routines' sizes.
 
-#include "verify/online_softmax/checkers/checkers.h"
 #include "verify/checkers/exact_lift.h"
+#include "verify/online_softmax/checkers/checkers.h"
 #include "verify/online_softmax/normalizer_lift.h"
 
 namespace fp::verify {

@@ -30,8 +30,8 @@
 #include <cmath>
 #include <functional>
 
-#include "verify/online_softmax/smt/queries.h"
 #include "verify/online_softmax/smt/induction_model.h"
+#include "verify/online_softmax/smt/queries.h"
 #include "verify/smt/z3_common.h"
 
 namespace fp::verify::smt {
