@@ -139,6 +139,22 @@ TEST(PrivateCache, EntrySealedWithAnotherKeyIsAMiss) {
   EXPECT_FALSE(c.read_sealed(kName));
 }
 
+// Each cache's seals verify in that cache only: a proof cache entry never answers as a JIT object
+// of the same name, nor the other way round, though both are sealed under the same key.
+TEST(PrivateCache, EntrySealedByAnotherCacheOfTheSameKeyIsAMiss) {
+  ScratchDir s;
+  PrivateCache jit(CacheSpec{s.path(), "test jit", "jit", 1 << 20, 1 << 20});
+  PrivateCache proofs(CacheSpec{s.path(), "test proofs", "proofs", 1 << 20, 1 << 20});
+  jit.write_sealed(kName, "an object");
+  EXPECT_TRUE(jit.read_sealed(kName));
+  EXPECT_FALSE(proofs.read_sealed(kName));
+  proofs.write_seal(kOther, "object bytes");
+  test::write_file(proofs.path_of(kOther), "object bytes");
+  ::chmod(proofs.path_of(kOther).c_str(), 0600);
+  EXPECT_TRUE(proofs.open_verified(kOther));
+  EXPECT_FALSE(jit.open_verified(kOther));
+}
+
 TEST(PrivateCache, SymlinkAtAnEntryIsNotFollowed) {
   ScratchDir s;
   PrivateCache c(spec_at(s.path()));

@@ -23,6 +23,8 @@
 #include "rewrites/config.h"
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/tier.h"
+#include "verify/bounds/mpfr_up.h"
+#include "verify/bounds/rounding_model.h"
 #include "verify/online_softmax/bounds/backward_bound.h"
 #include "verify/online_softmax/fused_backward_identity.h"
 
@@ -363,6 +365,26 @@ TEST(BackwardBound, APlantedMutantLeavesTheBound) {
     Tally t = run_setup(s, pair, 64, whole);
     EXPECT_GT(t.violations, 0) << (whole ? "whole rewrite" : "pair");
   }
+}
+
+// The bound's double evaluation rounds every operation upward: dV's tail, evaluated exactly in
+// MPFR from the same γ, is never above the double result. (Rounded to nearest, the products of
+// (1 + γ_m) round down about half the time.)
+TEST(BackwardBound, TheDoubleEvaluationRoundsUpward) {
+  int compared = 0;
+  for (Prec p : {Prec::F64, Prec::F32, Prec::F16, Prec::BF16})
+    for (std::int64_t terms = 1; terms <= 300; ++terms) {
+      const double got = verify::backward_dv_tail(terms, p);
+      const double u = verify::unit_roundoff(p), w = verify::underflow_error(p), gm = verify::gamma_bound(terms, u);
+      using verify::Up;
+      auto up = [](double x) { return Up(static_cast<long double>(x)); };
+      // terms·2(2 + u)ω(1 + γ_m) + 2(1 + u)ω at 256 bits (exact for these few operations).
+      const Up exact = up(static_cast<double>(terms)) * up(2) * (up(2) + up(u)) * up(w) * (up(1) + up(gm)) +
+                       up(2) * (up(1) + up(u)) * up(w);
+      EXPECT_LE(mpfr_cmp_d(exact.raw(), got), 0) << prec_name(p) << " m = " << terms;
+      ++compared;
+    }
+  EXPECT_EQ(compared, 1200);
 }
 
 }  // namespace

@@ -133,5 +133,12 @@ TEST(BackwardIdentity, MutantsOfDqOrDkBreakTheIdentityOrLeaveTheBound) {
   EXPECT_GT(touched, 0);
 }
 
+// A cell's error is compared rounded against the claim: 2^53 - (-1) is 2^53 + 1 exactly, which the
+// double subtraction rounds down to the bound 2^53 (ties to even); the cell is outside.
+TEST(BackwardIdentity, ACellJustOutsideItsBoundIsOutsideAfterRounding) {
+  EXPECT_FALSE(verify::backward_cell_ok(verify::BackwardCellValue{0x1p53, -1.0, 0x1p53, true}));
+  EXPECT_TRUE(verify::backward_cell_ok(verify::BackwardCellValue{0x1p53, 0.0, 0x1p53 + 2, true}));
+}
+
 }  // namespace
 }  // namespace fp

@@ -138,6 +138,19 @@ TEST(VerifyCompare, FoldNumeratorHeadroomExcusesOnlyOverflowsItCouldCause) {
   EXPECT_FALSE(compare_output(c, src, tensor({1}, {NAN}), &big).ok());  // no intermediate to overflow
 }
 
+// Without headroom, a one-sided overflow is excused only with the finite side's sign: a source at
+// -max that the target turns into +inf crossed the whole range, which no rounding of a bounded
+// difference does, however near the threshold the source is.
+TEST(VerifyCompare, AnOverflowOfTheOtherSignIsAViolationEvenAtTheThreshold) {
+  NodeCheck c = check(NodeCheck::Kind::Scaled, 1e-6);
+  c.overflow_tolerant = true;
+  c.prec = Prec::F32;
+  const double max32 = 3.4028234663852886e38;
+  EXPECT_TRUE(std::isinf(cell_ratio(c, -max32, INFINITY, max32)));
+  EXPECT_TRUE(std::isinf(cell_ratio(c, max32, -INFINITY, max32)));
+  EXPECT_EQ(cell_ratio(c, max32, INFINITY, max32), 1);  // the same sign: within the bound's hypothesis
+}
+
 // What a bound carried from a check may assume of a cell: rel·|s| (or rel·scale) + abs rounded up,
 // and nothing (+inf) where the check would excuse an overflow, at a non-finite cell, or for a check
 // that is not a bound.

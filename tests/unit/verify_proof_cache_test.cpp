@@ -4,6 +4,7 @@
 // ./.cache in the working directory (a file committed to a checkout could flip a CI gate); a run
 // could not be told to ignore the cache; a build with a fixed bug reused the old build's verdicts.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "cache_test_support.h"
 #include "core/diagnostic.h"
 #include "core/support/build_identity.h"
+#include "core/support/sha256.h"
 #include "core/text_parser.h"
 #include "exec/jit.h"
 #include "verify/engine.h"
@@ -84,6 +86,28 @@ TEST(ProofCache, GenuineEntryOfAnotherPairUnderThisKeyIsNotUsed) {
   fs::copy_file(run.entry_of(b), run.entry_of(a), fs::copy_options::overwrite_existing);
   Verdict v = run.verify(a);
   EXPECT_EQ(v.kind, VerdictKind::Refuted) << "the copied exact verdict answered for a refuted pair";
+  EXPECT_FALSE(v.cached);
+}
+
+// Only the seal's HMAC stands between a forged entry and a cached verdict: an edited entry with the
+// digest and size of its new bytes recomputed (what anyone without the key can do) is not used.
+TEST(ProofCache, EntryWhoseSealOnlyLacksTheKeyIsNotUsed) {
+  CacheRun run;
+  const Task a = refuted_pair();
+  ASSERT_EQ(run.verify(a).kind, VerdictKind::Refuted);
+  const std::string entry = test::read_file(run.entry_of(a));
+  const std::size_t nl = entry.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  std::string payload = entry.substr(nl + 1);
+  ASSERT_NE(payload.find("\"refuted\""), std::string::npos);
+  payload = std::regex_replace(payload, std::regex("\"refuted\""), "\"exact\"");
+  const std::string forged_seal = fmt::format("flashproof-seal 1 {} {} {}\n", sha256_hex(payload), payload.size(),
+                                              std::string(64, '0'));
+  ASSERT_EQ(entry.substr(0, 18), forged_seal.substr(0, 18));  // the seal's format is what this forges
+  test::write_file(run.entry_of(a), forged_seal + payload);
+  EXPECT_FALSE(ProofCache(run.options().cache_dir).get(task_identity(a, run.options().limits)));
+  const Verdict v = run.verify(a);
+  EXPECT_EQ(v.kind, VerdictKind::Refuted) << "a forged entry's exact verdict was used";
   EXPECT_FALSE(v.cached);
 }
 

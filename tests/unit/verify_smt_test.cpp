@@ -177,6 +177,41 @@ TEST(VerifySmt, RelativeBoundQueries) {
   EXPECT_EQ(smt::find_bound_violation(s, {{a, twice}}, 1e-3, {}, {}).status, smt::SmtStatus::Sat);
 }
 
+// The bound query decides |t - s| > rel·|s| rounding against the claim: REL rounded down into the
+// query's format. 0.00097656 lies just below 2^-10; rounded up it would be 2^-10 exactly, and the
+// f16 pair (0.0625, 0.0625 + 2^-14) — a true violation, 2^-14 > 0.00097656·0.0625 — would pass.
+TEST(VerifySmt, BoundQueryRoundsTheRelativeBoundDown) {
+  TermStore s;
+  const Prec p = Prec::F16;
+  TermP a = s.var("a", 0, p);
+  TermP t = s.ternary(TernOp::Where, s.binary(BinOp::Eq, a, s.constant(0.0625, p), p),
+                      s.constant(0.06256103515625, p), a, p);
+  EXPECT_EQ(smt::find_bound_violation(s, {{a, t}}, 0.00097656, {}, {}).status, smt::SmtStatus::Sat);
+  EXPECT_EQ(smt::find_bound_violation(s, {{a, t}}, 0x1p-10, {}, {}).status, smt::SmtStatus::Unsat);
+}
+
+// |t - s| rounded up whatever its sign: t = -2^-40 against s = 0.8125 differs by 0.8125 + 2^-40,
+// more than 1.0·|s|; the magnitude of the difference rounded toward +inf as a negative number would
+// be 0.8125 and hide it.
+TEST(VerifySmt, BoundQueryRoundsANegativeDifferencesMagnitudeUp) {
+  TermStore s;
+  const Prec p = Prec::F32;
+  TermP a = s.var("a", 0, p);
+  TermP t = s.ternary(TernOp::Where, s.binary(BinOp::Eq, a, s.constant(0.8125, p), p), s.constant(-0x1p-40, p),
+                      a, p);
+  EXPECT_EQ(smt::find_bound_violation(s, {{a, t}}, 1.0, {}, {}).status, smt::SmtStatus::Sat);
+}
+
+// A lemma Z3 cannot decide is not proved: with a resource limit of 1 the block-skip lemma at a
+// combination of precisions no other test of this binary proves first (the lemma is memoized
+// only when proved) comes out unproved.
+TEST(VerifySmt, BlockSkipLemmaUndecidedIsNotProved) {
+  Limits lim;
+  lim.rlimit = 1;
+  const SkipLemma l = block_skip_lemma(Prec::F64, Prec::F64, Prec::F32, lim);
+  EXPECT_FALSE(l.proved) << l.detail;
+}
+
 TEST(VerifySmt, OrderFactsOfLoopPermutations) {
   smt::SmtLimits lim;
   // o[i, e] accumulated over t: moving e inside is order preserving; the read p[i, t] needs i, t.

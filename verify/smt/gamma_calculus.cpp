@@ -108,6 +108,15 @@ std::vector<InductionStep> prove_gamma_calculus(const SmtLimits& limits, bool mu
                         r.facts.push_back(Reals::abs_le(th, gm1));
                         return !Reals::abs_le((1 + d) * (1 + th) - 1, gm);
                       }));
+  if (mutant) {
+    // The run that checks the queries can fail: a statement true at small sizes only must come out
+    // sat (the size variables range over every size, not their least value).
+    out.push_back(query("gamma.sizes-range", "γ_k <= 2·k·u for every size (false once k·u > 1/2)", limits, false,
+                        [](Reals& r, bool) {
+                          z3::expr k = r.size("k", 1);
+                          return r.gamma(k) > 2 * k * r.u;
+                        }));
+  }
   return out;
 }
 

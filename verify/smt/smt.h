@@ -120,7 +120,8 @@ struct InductionStep {
 // Higham's product rule (1 + θ_j)(1 + θ_k) = 1 + θ_{j+k}, monotonicity, one more rounding or
 // quotient (θ_{j+1}), a sum's term over k roundings, the composed gradient's two coefficient facts
 // and the contraction's term. `mutant` weakens the product rule and the composed gradient's
-// γ_{n+4} by one index (both then sat).
+// γ_{n+4} by one index (both then sat), and adds gamma.sizes-range, a statement false only at large
+// sizes (sat: the sizes are not pinned to their least value).
 std::vector<InductionStep> prove_gamma_calculus(const SmtLimits& limits, bool mutant = false);
 
 // The rules of summing perturbed products (verify/smt/perturbation_calculus.cpp, docs/bounds.md

@@ -4,13 +4,13 @@
 
 #include <mpfr.h>
 
-#include <cfenv>
 #include <cmath>
 #include <limits>
 
 #include "core/numerics.h"
 #include "verify/bounds/mpfr_up.h"
 #include "verify/bounds/rounding_model.h"
+#include "verify/bounds/upward_double.h"
 
 namespace fp::verify {
 
@@ -38,21 +38,6 @@ void exact_dot(Up& out, const std::vector<double>& x, const std::vector<double>&
     mpfr_add(out.raw(), out.raw(), t.raw(), MPFR_RNDN);  // exact: the precision spans the sum
   }
 }
-
-// Rounds every double operation upward while it lives (this file is compiled with -frounding-math,
-// so the compiler neither folds nor reorders operations across the mode): sums and products of
-// nonnegative values, and their quotients by exact positive divisors, come out at or above the
-// real result.
-class UpwardRounding {
- public:
-  UpwardRounding() : previous_(std::fegetround()) { std::fesetround(FE_UPWARD); }
-  ~UpwardRounding() { std::fesetround(previous_); }
-  UpwardRounding(const UpwardRounding&) = delete;
-  UpwardRounding& operator=(const UpwardRounding&) = delete;
-
- private:
-  int previous_;
-};
 
 bool all_finite(const std::vector<double>& v) {
   for (double x : v)
@@ -105,76 +90,79 @@ BackwardPairBounds backward_pair_bounds(const BackwardRow& row, Prec p) {
   const double g2 = gamma_bound(2, up_u), g3 = gamma_bound(3, up_u), g4 = gamma_bound(4, up_u);
   const double gn4 = gamma_bound(N + 4, up_u), gn1 = gamma_bound(N - 1, up_u);
   const double gE = gamma_bound(EE, up_u), gE1 = gamma_bound(EE - 1, up_u);
-  // Everything below adds and multiplies nonnegative values (and divides by l >= 1), rounded
-  // upward: each result is at or above the formula's value, as MPFR rounding up would give.
-  const UpwardRounding upward;
-  const double u = up_u, w = underflow_error(p), kappa_o = row.o_err;
+  // Everything below adds and multiplies nonnegative values (and divides by l >= 1), each operation
+  // rounded upward (UpDouble): each result is at or above the formula's value, as MPFR rounding up
+  // would give.
+  using D = UpDouble;
+  const D u = up_u, w = underflow_error(p), kappa_o = row.o_err;
   // P*_t = e_t / l, Σ_A = Σ_t P*_t·A_t, N_A = Σ_t A_t, W = Σ_e |dO_e·O_e|.
-  std::vector<double> pstar(n);
-  double sigma_a = 0, n_a = 0, wsum = 0;
+  std::vector<D> pstar;
+  pstar.reserve(n);
+  D sigma_a = 0, n_a = 0, wsum = 0;
   for (std::size_t t = 0; t < n; ++t) {
-    pstar[t] = row.e[t] / row.l;
+    pstar.push_back(D(row.e[t]) / row.l);
     sigma_a += pstar[t] * std::fabs(row.dp[t]);
     n_a += std::fabs(row.dp[t]);
   }
-  for (std::size_t e = 0; e < E; ++e) wsum += std::fabs(row.dout[e]) * std::fabs(row.o[e]);
+  for (std::size_t e = 0; e < E; ++e) wsum += D(std::fabs(row.dout[e])) * std::fabs(row.o[e]);
   // The target's row dot reads O_tgt: |D'_x| <= |D_x| + κ_O, W' <= W + κ_O.
-  const double abs_dx = abs_dx_up.to_double_up() + kappa_o;
+  const D abs_dx = D(abs_dx_up.to_double_up()) + kappa_o;
   wsum += kappa_o;
   // U = (1 + γ_{n-1})·ω·((1 + u)·N_A + n).
-  const double U = (1 + gn1) * w * ((1 + u) * n_a + static_cast<double>(N));
+  const D U = (1 + D(gn1)) * w * ((1 + u) * n_a + static_cast<double>(N));
   // The row dot, and its one rounding to p where it is stored narrower than it is summed.
-  const double eps_sum = gE * wsum + (1 + gE1) * static_cast<double>(EE) * w;
-  const double eps_d = (1 + u) * eps_sum + u * abs_dx + w;
-  const double abs_c = (1 + g2) * (w + U) + w;
+  const D eps_sum = D(gE) * wsum + (1 + D(gE1)) * static_cast<double>(EE) * w;
+  const D eps_d = (1 + u) * eps_sum + u * abs_dx + w;
+  const D abs_c = (1 + D(g2)) * (w + U) + w;
   out.composed.resize(n);
   out.fused.resize(n);
   out.magnitude.resize(n);
   for (std::size_t t = 0; t < n; ++t) {
-    const double A = std::fabs(row.dp[t]), P = pstar[t];
-    out.composed[t] = P * (g3 * A + gn4 * sigma_a) + abs_c;
-    const double r = A + abs_dx + eps_d;  // >= |dP_t - D| (abs_dx includes κ_O)
+    const D A = std::fabs(row.dp[t]), P = pstar[t];
+    out.composed[t] = (P * (D(g3) * A + D(gn4) * sigma_a) + abs_c).value();
+    const D r = A + abs_dx + eps_d;  // >= |dP_t - D| (abs_dx includes κ_O)
     // p's rounding (against l_tgt: the factor 1 + φ), the subtraction's, the product's and a final
     // rounding to p (ds carried wider); D' is off D* by κ_D + κ_O + ε'_D.
-    out.fused[t] =
-        P * ((g4 + phi * (1 + g4)) * r + kappa + kappa_o + eps_d) + (1 + g3) * w * r + (1 + u) * w + w;
-    out.magnitude[t] = P * (A + sigma_a);
+    out.fused[t] = (P * ((D(g4) + D(phi) * (1 + D(g4))) * r + kappa + kappa_o + eps_d) + (1 + D(g3)) * w * r +
+                    (1 + u) * w + w)
+                       .value();
+    out.magnitude[t] = (P * (A + sigma_a)).value();
   }
   return out;
 }
 
 std::vector<double> backward_dv_coefficients(const BackwardPairBounds& row_bounds, const BackwardRow& row,
                                              std::int64_t terms, Prec p) {
-  const double g2 = gamma_bound(2, unit_roundoff(p)), gm = gamma_bound(terms, unit_roundoff(p));
-  const UpwardRounding upward;
-  const double u = unit_roundoff(p), w = underflow_error(p), phi = row_bounds.phi;
-  const double eta = 2 * (2 + u) * w;  // two p's (or two products') underflow terms of two roundings each
+  using D = UpDouble;
+  const D g2 = gamma_bound(2, unit_roundoff(p)), gm = gamma_bound(terms, unit_roundoff(p));
+  const D u = unit_roundoff(p), w = underflow_error(p), phi = row_bounds.phi;
+  const D eta = 2 * (2 + u) * w;  // two p's (or two products') underflow terms of two roundings each
   std::vector<double> out;
   out.reserve(row.e.size());
   for (double e : row.e) {
-    const double P = e / row.l;
-    const double delta = P * (phi * (1 + g2) + 2 * g2) + eta;
-    const double pi = P * (2 + phi) * (1 + g2) + eta;
-    out.push_back(delta + g2 * pi + gm * pi * (1 + g2));
+    const D P = D(e) / row.l;
+    const D delta = P * (phi * (1 + g2) + 2 * g2) + eta;
+    const D pi = P * (2 + phi) * (1 + g2) + eta;
+    out.push_back((delta + g2 * pi + gm * pi * (1 + g2)).value());
   }
   return out;
 }
 
 double backward_dv_tail(std::int64_t terms, Prec p) {
-  const double gm = gamma_bound(terms, unit_roundoff(p));
-  const UpwardRounding upward;
-  const double u = unit_roundoff(p), w = underflow_error(p);
-  return static_cast<double>(terms) * 2 * (2 + u) * w * (1 + gm) + 2 * (1 + u) * w;
+  using D = UpDouble;
+  const D gm = gamma_bound(terms, unit_roundoff(p));
+  const D u = unit_roundoff(p), w = underflow_error(p);
+  return (D(static_cast<double>(terms)) * 2 * (2 + u) * w * (1 + gm) + 2 * (1 + u) * w).value();
 }
 
 double backward_pair_term(const BackwardPairBounds& pairs, std::size_t t, double scale, std::int64_t terms,
                           Prec p) {
-  const double gm = gamma_bound(terms, unit_roundoff(p));
-  const UpwardRounding upward;
-  const double u = unit_roundoff(p), w = underflow_error(p), c = std::fabs(scale);
-  const double both = pairs.composed[t] + pairs.fused[t], g = pairs.magnitude[t];
+  using D = UpDouble;
+  const D gm = gamma_bound(terms, unit_roundoff(p));
+  const D u = unit_roundoff(p), w = underflow_error(p), c = std::fabs(scale);
+  const D both = D(pairs.composed[t]) + pairs.fused[t], g = pairs.magnitude[t];
   // |c|(Ec + Ef)(1 + u) + 2u|c|·G + 2ω + γ_m·(|c|(2G + Ec + Ef)(1 + u) + 2ω)
-  return c * both * (1 + u) + 2 * u * c * g + 2 * w + gm * (c * (2 * g + both) * (1 + u) + 2 * w);
+  return (c * both * (1 + u) + 2 * u * c * g + 2 * w + gm * (c * (2 * g + both) * (1 + u) + 2 * w)).value();
 }
 
 double backward_contraction_bound(const std::vector<double>& pair_terms, const std::vector<double>& operand,

@@ -1,0 +1,147 @@
+// The online-softmax member's checkers (verify/online_softmax/), each soundness-critical decision with
+// a case where only that decision stands between a target and a wrong verdict (docs/verify.md,
+// "Checker mutants": scripts/mutants plants the opposite decision and these tests must fail then).
+// The targets here compute the right values — or values inside the bound — through a form the
+// certificate is not about, or skip more than the mask hides: no concrete run can tell, only the
+// checker's own decision.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/checker.h"
+#include "core/text_parser.h"
+#include "core/text_printer.h"
+#include "frontend/attention.h"
+#include "rewrites/config.h"
+#include "verify/engine.h"
+#include "verify_fixtures.h"
+
+namespace fp::verify {
+namespace {
+
+std::vector<Task> tier_tasks_of(const AttentionSpec& s, const std::vector<std::string>& settings) {
+  return tier_tasks(build_attention(s), make_config("", settings, {}), {}, "attention.fp",
+                    "flashproof verify attention.fp")
+      .tasks;
+}
+
+const Task& task_of(const std::vector<Task>& ts, const std::string& claim) {
+  for (const auto& t : ts)
+    if (t.obligation.claim == claim) return t;
+  throw std::runtime_error("no task " + claim);
+}
+
+// `r` with every occurrence of `from` replaced by `to` (at least one), parsed back and checked.
+Routine edited(const Routine& r, const std::string& from, const std::string& to) {
+  std::string text = print_routine(r);
+  std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "no '" << from << "' in\n" << text;
+  for (; at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  Routine out = parse_routine(text, "edited.fp");
+  const auto problems = check_routine(out);
+  EXPECT_TRUE(problems.empty()) << (problems.empty() ? "" : problems[0].message) << "\n" << text;
+  return out;
+}
+
+std::string steps_text(const Verdict& v) {
+  std::string s;
+  for (const auto& step : v.steps) s += step + "\n";
+  return s;
+}
+
+EngineOptions options(const std::string& tag) {
+  EngineOptions o = testing::engine_options("osm-decisions-" + tag, 200);
+  return o;
+}
+
+// The normalizer's l stored as max(l, +0): bit for bit the recurrence's value (l >= +0, or NaN,
+// which max keeps), but not the recurrence term the bound certifies. Only the recurrence check
+// keeps it from *bounded*.
+TEST(OnlineSoftmaxCheckerDecisions, ASumThatIsNotTheCertifiedRecurrenceIsNotBounded) {
+  AttentionSpec s;
+  s.sq = s.sk = 8;
+  s.d = s.e = 4;
+  s.mask = "causal";
+  Task t = task_of(tier_tasks_of(s, {"online_softmax=true"}), "normalizer-sum");
+  t.tgt = edited(t.tgt, "nan:f32, os_l_next_row_sum)", "nan:f32, max.f32(os_l_next_row_sum, 0:f32))");
+  const Verdict v = discharge(t, options("recurrence"));
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_EQ(v.reason, UnknownReason::Approximation);
+  EXPECT_NE(v.message.find("not the recurrence the bound certifies"), std::string::npos) << v.message;
+}
+
+// A certificate whose exp assumption fails (fp_exp64 is measured above 0.4 ulp) confirms nothing.
+TEST(OnlineSoftmaxCheckerDecisions, ASumWhoseCertificateIsNotConfirmedIsNotBounded) {
+  AttentionSpec s;
+  s.sq = s.sk = 6;
+  s.d = s.e = 2;
+  const Task t = task_of(tier_tasks_of(s, {"online_softmax=true"}), "normalizer-sum");
+  EngineOptions o = options("exp-ulp");
+  o.limits.exp_ulp = 0.4;
+  const Verdict v = discharge(t, o);
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_NE(v.message.find("not confirmed"), std::string::npos) << v.message;
+}
+
+// The fold's O stored as x - (+0): x bit for bit for every x (-0 and NaN included), so no input
+// refutes it, but not the fold's recurrence the bound is about.
+TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputThatIsNotTheFoldsRecurrenceIsNotBounded) {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  ASSERT_EQ(discharge(t, options("fold-output-ok")).kind, VerdictKind::Bounded);
+  const std::string store = "div.f32(os_block_numerator_o[os_e, b, s, h], os_norm_row_sum)";
+  t.tgt = edited(t.tgt, store, "sub.f32(" + store + ", 0:f32)");
+  const Verdict v = discharge(t, options("fold-output"));
+  EXPECT_NE(steps_text(v).find("(i) recurrence not established"), std::string::npos) << steps_text(v);
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_EQ(v.reason, UnknownReason::Approximation);
+  EXPECT_NE(v.message.find("not the fold's recurrence the bound is about"), std::string::npos) << v.message;
+}
+
+// A fold that skips every block whose *first* key is masked, under a mask (key >= query) that leaves
+// a later key of such a block live: row 1's first block [masked, live] is skipped although key 1
+// counts. The checker models a skip only for a block whose every cell is -inf, so its recurrence
+// check must fail; deciding from the first key alone would call this fold's row state proved.
+TEST(OnlineSoftmaxCheckerDecisions, AFoldSkippingABlockWithALiveLaterKeyIsNotItsRecurrence) {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  // The causal mask (key <= query + 2) becomes key >= query, in the scores and in the fold's tile;
+  // the fold's guard keeps testing the block's first key only.
+  t.src = edited(t.src, "lt.i32(idx.i32(t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(t + 1))");
+  t.tgt = edited(t.tgt, "lt.i32(idx.i32(2*os_block_t + os_key_t), idx.i32(s + 3))",
+                 "lt.i32(idx.i32(s), idx.i32(2*os_block_t + os_key_t + 1))");
+  t.tgt = edited(t.tgt, "lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(2*os_block_t + 1))");
+  const Verdict v = discharge(t, options("skip-first-key"));
+  EXPECT_NE(steps_text(v).find("(i) recurrence not established"), std::string::npos) << steps_text(v);
+  EXPECT_EQ(steps_text(v).find("skip their row's fully masked blocks"), std::string::npos) << steps_text(v);
+  EXPECT_NE(v.kind, VerdictKind::Bounded) << v.message;
+}
+
+// The fused backward's bound holds only with its formula proved (the γ calculus and the assembly,
+// Z3 over the reals): a resource limit that leaves them undecided leaves the gradient unknown.
+TEST(OnlineSoftmaxCheckerDecisions, AGradientWhoseBoundFormulaIsUnprovedIsNotBounded) {
+  AttentionSpec s;
+  s.sq = s.sk = 3;
+  s.d = s.e = 2;
+  s.train = true;
+  const std::vector<Task> ts = tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true"});
+  EngineOptions o = options("formula");
+  ASSERT_EQ(discharge(task_of(ts, "backward-dq"), o).kind, VerdictKind::Bounded);
+  o.limits.rlimit = 1;
+  const Verdict v = discharge(task_of(ts, "backward-dq"), o);
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_NE(v.message.find("the bound's formula was not proved"), std::string::npos) << v.message;
+}
+
+}  // namespace
+}  // namespace fp::verify
