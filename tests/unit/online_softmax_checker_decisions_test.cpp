@@ -104,10 +104,33 @@ TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputThatIsNotTheFoldsRecurrenceIsNotB
   EXPECT_NE(v.message.find("not the fold's recurrence the bound is about"), std::string::npos) << v.message;
 }
 
-// A fold that skips every block whose *first* key is masked, under a mask (key >= query) that leaves
-// a later key of such a block live: row 1's first block [masked, live] is skipped although key 1
-// counts. The checker models a skip only for a block whose every cell is -inf, so its recurrence
-// check must fail; deciding from the first key alone would call this fold's row state proved.
+// A fold that skips the exponentials of every block whose *first* key is masked — still taking the
+// block's scores into the running max — under a mask (key >= query) that leaves a later key of such a
+// block live: row 1's first block [masked, live] adds nothing although key 1 counts. The checker
+// models a skip only for a block whose every cell is -inf, so its recurrence check must fail;
+// deciding from the first key alone would call this fold's row state the recurrence (and only the
+// differential would then catch it, on inputs where the live key matters).
+Routine skipping_on_the_first_key(const Routine& fold) {
+  std::string text = print_routine(fold);
+  const std::string guard = "if lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3)) {\n";
+  const std::size_t body = text.find(guard);
+  EXPECT_NE(body, std::string::npos) << text;
+  // The computed block's scores and running max, up to its floor.
+  const std::size_t from = body + guard.size();
+  const std::size_t to = text.rfind('\n', text.find("os_floor_row_max := max.f32(os_block_max_row_max", from)) + 1;
+  const std::string scores_and_max = text.substr(from, to - from);
+  // The skip branch takes them too, instead of keeping the previous maximum.
+  const std::string keep_max = "            os_block_max_row_max := os_m_prev_row_max\n";
+  const std::size_t skip = text.find(keep_max, text.find("if eq.i32(lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3)), 0:i32)"));
+  EXPECT_NE(skip, std::string::npos) << text;
+  text.replace(skip, keep_max.size(), scores_and_max);
+  const Routine out = parse_routine(text, "skipping.fp");
+  // The causal mask (key <= query + 2) becomes key >= query; the guard keeps testing the first key.
+  return edited(edited(out, "lt.i32(idx.i32(2*os_block_t + os_key_t), idx.i32(s + 3))",
+                       "lt.i32(idx.i32(s), idx.i32(2*os_block_t + os_key_t + 1))"),
+                "lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(2*os_block_t + 1))");
+}
+
 TEST(OnlineSoftmaxCheckerDecisions, AFoldSkippingABlockWithALiveLaterKeyIsNotItsRecurrence) {
   AttentionSpec s;
   s.sq = 3;
@@ -115,12 +138,8 @@ TEST(OnlineSoftmaxCheckerDecisions, AFoldSkippingABlockWithALiveLaterKeyIsNotIts
   s.d = s.e = 2;
   s.mask = "causal";
   Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
-  // The causal mask (key <= query + 2) becomes key >= query, in the scores and in the fold's tile;
-  // the fold's guard keeps testing the block's first key only.
   t.src = edited(t.src, "lt.i32(idx.i32(t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(t + 1))");
-  t.tgt = edited(t.tgt, "lt.i32(idx.i32(2*os_block_t + os_key_t), idx.i32(s + 3))",
-                 "lt.i32(idx.i32(s), idx.i32(2*os_block_t + os_key_t + 1))");
-  t.tgt = edited(t.tgt, "lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(2*os_block_t + 1))");
+  t.tgt = skipping_on_the_first_key(t.tgt);
   const Verdict v = discharge(t, options("skip-first-key"));
   EXPECT_NE(steps_text(v).find("(i) recurrence not established"), std::string::npos) << steps_text(v);
   EXPECT_EQ(steps_text(v).find("skip their row's fully masked blocks"), std::string::npos) << steps_text(v);
