@@ -104,6 +104,26 @@ TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputThatIsNotTheFoldsRecurrenceIsNotB
   EXPECT_NE(v.message.find("not the fold's recurrence the bound is about"), std::string::npos) << v.message;
 }
 
+// The fold's O off by 1e-30 where its numerator is exactly 0.125: a wrong target, but only on inputs
+// no search draws, and inside the bound even there. Only the identity stands between it and
+// *bounded*.
+TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputWrongOnARareInputIsNotBounded) {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  const std::string store = "div.f32(os_block_numerator_o[os_e, b, s, h], os_norm_row_sum)";
+  t.tgt = edited(t.tgt, store,
+                 "sub.f32(" + store + ", where.f32(eq.f32(os_block_numerator_o[os_e, b, s, h], 0.125:f32), "
+                 "1e-30:f32, 0:f32))");
+  const Verdict v = discharge(t, options("fold-output-rare"));
+  EXPECT_NE(steps_text(v).find("(i) recurrence not established"), std::string::npos) << steps_text(v);
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_EQ(v.reason, UnknownReason::Approximation);
+}
+
 // A fold that skips the exponentials of every block whose *first* key is masked — still taking the
 // block's scores into the running max — under a mask (key >= query) that leaves a later key of such a
 // block live: row 1's first block [masked, live] adds nothing although key 1 counts. The checker
