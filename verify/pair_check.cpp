@@ -248,7 +248,9 @@ void decide_unproved_chunk(PairContext& c, const smt::SmtOutcome& out, const std
   if (out.status == smt::SmtStatus::Unknown) {
     res.kind = VerdictKind::Unknown;
     res.reason = out.timed_out ? UnknownReason::Timeout : UnknownReason::ResourceLimit;
-    res.message = fmt::format("Z3 could not decide {} ({})", cells_text, out.reason);
+    res.message = fmt::format("Z3 could not decide {} ({}) within --rlimit {} and --timeout {:g} s: raise them to "
+                              "decide these cells",
+                              cells_text, out.reason, c.o.limits.rlimit, c.o.limits.timeout_s);
     res.steps.push_back(res.message);
     return;
   }

@@ -43,6 +43,7 @@ TEST(CheckerDecisions, PairCellsTheSolverCannotDecideAreUnknownNotExact) {
   EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
   EXPECT_EQ(v.reason, UnknownReason::ResourceLimit);
   EXPECT_NE(v.message.find("Z3 could not decide"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("--rlimit 1"), std::string::npos) << v.message;  // which budget, and how to raise it
 }
 
 TEST(CheckerDecisions, PairCellsTheSolverCannotDecideAreUnknownNotBounded) {

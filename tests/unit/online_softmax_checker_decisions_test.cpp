@@ -124,6 +124,24 @@ TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputWrongOnARareInputIsNotBounded) {
   EXPECT_EQ(v.reason, UnknownReason::Approximation);
 }
 
+// A budget that stops the identity says which budget, and never reads like a refutation.
+TEST(OnlineSoftmaxCheckerDecisions, ABudgetThatStopsTheFoldsIdentityIsNamed) {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  const Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  EngineOptions o = options("fold-budget");
+  o.limits.max_terms = 50;
+  const Verdict v = discharge(t, o);
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_EQ(v.reason, UnknownReason::ResourceLimit);
+  EXPECT_NE(v.message.find("could not be established"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("--max-terms 50"), std::string::npos) << v.message;
+  EXPECT_EQ(v.message.find("is not the fold's recurrence"), std::string::npos) << v.message;
+}
+
 // A fold that skips the exponentials of every block whose *first* key is masked — still taking the
 // block's scores into the running max — under a mask (key >= query) that leaves a later key of such a
 // block live: row 1's first block [masked, live] adds nothing although key 1 counts. The checker

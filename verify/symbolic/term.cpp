@@ -175,7 +175,9 @@ const char* term_op_name(TermOp op) {
 }
 
 TermLimitExceeded::TermLimitExceeded(std::size_t limit)
-    : std::runtime_error(fmt::format("symbolic execution exceeded its budget of {} terms", limit)),
+    : std::runtime_error(fmt::format("symbolic execution exceeded its budget of {} terms (--max-terms {}: raise it "
+                                     "to decide this obligation at these sizes, or verify a smaller instance)",
+                                     limit, limit)),
       limit_(limit) {}
 
 // Ids are 32-bit (a slot holds id + 1), so no store holds more than 2^32 - 2 terms.

@@ -126,9 +126,13 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   v.scope = Scope{false, concrete_scope(t.src)};
   if (!id.proved) {
     v.bound = bi;
-    return unknown(id.term_limit ? UnknownReason::ResourceLimit : UnknownReason::Approximation,
-                   "the target's " + out + " is not the fold's recurrence the bound is about (" + id.detail +
-                       "); no counterexample in " + std::to_string(trials) + " trials");
+    if (id.term_limit)
+      return unknown(UnknownReason::ResourceLimit,
+                     "the fold's recurrence could not be established for " + out + " at these sizes (" + id.detail +
+                         "); no counterexample in " + std::to_string(trials) + " trials");
+    return unknown(UnknownReason::Approximation, "the target's " + out + " is not the fold's recurrence the bound is about (" +
+                                                     id.detail + "); no counterexample in " + std::to_string(trials) +
+                                                     " trials");
   }
   // (ii) the fold's certificate (shared with its l): induction and MPFR rows, O included.
   ProofCache cache = engine_cache(o);

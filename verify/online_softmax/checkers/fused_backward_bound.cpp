@@ -222,7 +222,11 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   v.steps.push_back(id.check.proved ? id.check.detail : "(i) identity not established: " + id.check.detail);
   if (!id.check.proved) {
     check_shadows(v, t, o, id.check.detail);
-    if (v.kind == VerdictKind::Unknown && id.check.term_limit) v.reason = UnknownReason::ResourceLimit;
+    if (v.kind == VerdictKind::Unknown && id.check.term_limit) {
+      v.reason = UnknownReason::ResourceLimit;
+      v.message = "the fused form could not be established at these sizes (" + id.check.detail +
+                  "); the f64 shadows of both routines agree, no bound is proved";
+    }
     return;
   }
   // (ii) the bound on the confirmation inputs, about limits.mpfr_rows rows.
