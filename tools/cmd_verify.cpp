@@ -172,7 +172,7 @@ void run_verify(VerifyOptions& o) {
   if (pair_mode) {
     Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
     ctx.input = o.src + " -> " + o.tgt;
-    tasks.push_back(verify::pair_task(std::move(src), std::move(tgt), o.claim, o.tgt, command_line()));
+    tasks = verify::pair_tasks(std::move(src), std::move(tgt), o.claim, o.tgt, command_line(), o.engine.limits);
   } else {
     Config config = o.config.resolve();
     Routine r = load_checked_routine(o.file);
@@ -241,7 +241,9 @@ void setup_verify(CLI::App& app) {
   sub->add_option("--src", o->src, "Source routine of a hand-written pair (translation validation)");
   sub->add_option("--tgt", o->tgt, "Target routine of a hand-written pair");
   sub->add_option("--claim", o->claim,
-                  "What the pair claims: exact, or bounded:REL (|tgt - src| <= REL·|src|)");
+                  "What the pair claims: exact; bounded (the target is one of a registered rewrite's forms of the "
+                  "source, written your own way, within that rewrite's certified bounds); or bounded:REL (|tgt - "
+                  "src| <= REL·|src|)");
   sub->add_option(
       "--inputs", o->inputs,
       "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");

@@ -91,6 +91,9 @@ void minimize_and_write_case(Verdict& v, const Task& t, const EngineOptions& o, 
         return e && equal(*e, c[1]);
       };
   }
+  // A recognized hand pair keeps only sizes at which it is still an instance of the rewrite.
+  if (!so.faithful && t.faithful_resize && so.budget > 0)
+    so.faithful = [&t](const std::vector<Routine>& c) { return t.faithful_resize(c[0], c[1]); };
   const SizeReduction red = reduce_sizes(runner, found, {t.src, t.tgt}, so);
   const std::string effort = fmt::format(
       "{} candidate{}, {} rejected by the checker, {}{} interpreter runs", red.tried, red.tried == 1 ? "" : "s",

@@ -14,7 +14,9 @@ namespace fp::verify {
 const Checker* checker_for(const Task& t, std::string* why) {
   std::string id;
   if (t.hand_pair) {
-    id = t.rel ? "relative" : "bitwise";
+    id = t.rel                                           ? "relative"
+         : t.obligation.kind == ObligationKind::Bounded ? "unrecognized-pair"
+                                                          : "bitwise";
   } else {
     const ClaimSpec* claim = find_claim(t.shape, t.obligation.claim);
     if (!claim || claim->kind != t.obligation.kind) {

@@ -7,6 +7,7 @@
 // The engine's own checkers (verify/checkers/, checkers/builtin.h):
 //   bitwise                             every covered cell bitwise equal (pair_check.h)
 //   relative                            a hand-written bounded:REL pair (pair_check.h)
+//   unrecognized-pair                   a hand-written `bounded` pair no member recognizes: unknown, why
 //   all-sizes-lift.loop-permutation     loops moved inside a reduction keep every cell's
 //                                       summation order, for every extent (loop_permutation_lift.h),
 //                                       plus the bitwise check of a small instance
@@ -49,6 +50,20 @@ struct Checker {
 
 const Checker* find_checker(const std::string& id);
 std::vector<std::string> checker_ids();
+
+// A member's recognition of a hand-written pair (`verify --src A --tgt B --claim bounded`) as one
+// of its rewrites: the tasks of the member's own obligations for the pair (their claims, checkers
+// and bounds, with the user's target and the sizes and block the target has), covering every
+// output; or, when it does not recognize the pair, why not (the first condition that failed).
+struct PairRecognition {
+  std::vector<Task> tasks;
+  std::string why_not;
+};
+using PairRecognizer = std::function<PairRecognition(const Routine& src, const Routine& tgt, const Limits& limits)>;
+
+// Every member's recognition of the pair, in tier order; the first that recognizes it wins.
+// `why_not` lists each member's reason when none does.
+PairRecognition recognize_pair(const Routine& src, const Routine& tgt, const Limits& limits);
 
 // The checker an obligation is discharged by: the hand pair's (bitwise or relative), else the one
 // its shape declares for its claim. nullptr, with `why`, when none is declared or registered.

@@ -15,6 +15,8 @@
 #include "core/text_printer.h"
 #include "verify/phase_clock.h"
 #include "verify/smt/smt.h"
+#include "verify/program_equality.h"
+#include "verify/symbolic/commuted_equality.h"
 #include "verify/symbolic/symexec.h"
 
 namespace fp::verify {
@@ -327,6 +329,15 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     return res;
   }
   res.scope = concrete_scope(src);
+  // 0. The same program up to the order of commuting operands (and of index terms and statement
+  // grouping): exact without executing it, whatever its size (verify/program_equality.h).
+  if (program_difference(src, tgt).empty()) {
+    res.kind = VerdictKind::Exact;
+    res.message = "the target is the source up to the order of the operands of + and · (which IEEE arithmetic "
+                  "commutes exactly), of index terms and of statement grouping";
+    res.steps.push_back("program comparison: " + res.message);
+    return res;
+  }
   PairRunner runner(with_outputs(src, nodes, false), with_outputs(tgt, nodes, false), claim_checks(nodes, o.rel));
   TermStore store(o.limits.max_terms);
   PairContext c{src, nodes, runner, o, o.rel ? "within the bound" : "bitwise", store};
@@ -344,6 +355,26 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
     if (differing.empty()) {
       res.kind = VerdictKind::Exact;
       res.message = fmt::format("every covered cell ({}) has the same term in source and target", res.cells);
+      return res;
+    }
+    // 1b. Cells whose terms differ only in the order of the operands of +, · (and fma's product):
+    // IEEE addition and multiplication commute exactly, so they are proved without the solver.
+    CommutedEquality commuted;
+    std::vector<CellRef> rest;
+    for (const auto& cell : differing)
+      if (!commuted(cell.src, cell.tgt)) rest.push_back(cell);
+    const std::size_t swapped = differing.size() - rest.size();
+    if (swapped > 0) {
+      res.steps.push_back(fmt::format("{} cells have the same terms up to the order of the operands of + and · "
+                                      "(IEEE addition and multiplication commute exactly)",
+                                      swapped));
+      differing = std::move(rest);
+    }
+    if (differing.empty()) {
+      res.kind = VerdictKind::Exact;
+      res.message = fmt::format("every covered cell ({}) has the same term in source and target up to the order of "
+                                "the operands of + and ·, which IEEE arithmetic commutes exactly",
+                                res.cells);
       return res;
     }
   }

@@ -1,9 +1,15 @@
 // The registry of checkers (verify/checkers.h): the engine's own (verify/checkers/builtin.h), then
 // each product member's proof folder, one line per member in tier order (rewrites/members.cpp),
-// then any a test registers for its scope. The one file of the engine that names members: their
+// then any a test registers for its scope; and the members' recognizers of hand-written pairs,
+// one line per member that has one. The one file of the engine that names members: their
 // registration lines (docs/adding-a-rewrite.md).
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "core/diagnostic.h"
 #include "verify/checkers.h"
@@ -18,6 +24,7 @@ std::vector<Checker> product_checkers() {
   std::vector<Checker> checkers = {
       bitwise_checker(),
       relative_checker(),
+      unrecognized_pair_checker(),
       loop_permutation_lift_checker(),
   };
   // One line per member: its proof folder's checkers.
@@ -34,6 +41,20 @@ std::vector<Checker>& registry() {
 }
 
 }  // namespace
+
+PairRecognition recognize_pair(const Routine& src, const Routine& tgt, const Limits& limits) {
+  // One line per member that recognizes hand-written pairs.
+  const std::vector<PairRecognizer> recognizers = {
+      online_softmax_pair_recognizer(),
+  };
+  std::vector<std::string> why;
+  for (const auto& recognize : recognizers) {
+    PairRecognition r = recognize(src, tgt, limits);
+    if (!r.tasks.empty()) return r;
+    why.push_back(r.why_not);
+  }
+  return PairRecognition{{}, fmt::format("{}", fmt::join(why, "; "))};
+}
 
 const Checker* find_checker(const std::string& id) {
   for (const auto& c : registry())

@@ -287,6 +287,44 @@ ShrunkPair cross_check_instance(const Routine& src, const Routine& tgt) {
   return four;
 }
 
+namespace {
+
+ShrunkPair faithful_shrink(const ShrunkPair& from, std::int64_t cap, const EmitTarget& emit) {
+  ShrunkPair res = from;
+  std::set<std::int64_t, std::greater<>> extents;
+  for (const auto& n : from.src.nodes) extents.insert(n.dims.begin(), n.dims.end());
+  for (std::int64_t V : extents) {
+    if (V <= cap) break;
+    auto [s, src_ok] = resized_source(res.src, V, cap);
+    if (!src_ok) continue;
+    std::optional<Routine> t = emit(s);
+    if (!t || !well_formed(*t)) continue;
+    res.src = std::move(s);
+    res.tgt = std::move(*t);
+    bool seen = false;
+    for (auto& e : res.extents)
+      if (e.reduced == V) {
+        e.reduced = cap;
+        seen = true;
+      }
+    if (!seen) res.extents.push_back(ExtentReduction{V, cap});
+  }
+  return res;
+}
+
+}  // namespace
+
+ShrunkPair faithful_cross_check_instance(const Routine& src, const Routine& tgt, const EmitTarget& emit,
+                                         const std::function<bool(const ShrunkPair&)>& accept) {
+  ScopedPhase phase("cross-check instance");
+  const ShrunkPair whole{src, tgt, {}};
+  ShrunkPair eight = faithful_shrink(whole, 8, emit);
+  if (!eight.extents.empty() && !accept(eight)) return whole;
+  if (routine_work(eight.src) + routine_work(eight.tgt) <= kCrossCheckInstanceWork) return eight;
+  ShrunkPair four = faithful_shrink(eight, 4, emit);
+  return four.extents.empty() || accept(four) ? four : eight;
+}
+
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,
                            const SizeReductionOptions& o) {
   SizeReduction res;

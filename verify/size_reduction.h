@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,15 @@ ShrunkPair shrink_pair(const Routine& src, const Routine& tgt, std::int64_t cap)
 // than kCrossCheckInstanceWork scalar operations (a 24-layer training step).
 inline constexpr double kCrossCheckInstanceWork = 2e6;
 ShrunkPair cross_check_instance(const Routine& src, const Routine& tgt);
+
+// The cross-check instance of a pair whose target hard-codes sizes (a count of blocks and the
+// size of the last one): the source shrunk as above, and the target the rewrite emits for it
+// (`emit`, a tier task's reemit) in place of a substitution the rewrite would never make; a
+// candidate is kept only when the emitted target is well formed. `accept` may refuse an instance (one the all-sizes proof
+// does not cover).
+using EmitTarget = std::function<std::optional<Routine>(const Routine& src)>;
+ShrunkPair faithful_cross_check_instance(const Routine& src, const Routine& tgt, const EmitTarget& emit,
+                                         const std::function<bool(const ShrunkPair&)>& accept);
 
 // Shrinks the extents of `runner`'s pair, which fails on `found.inputs`.
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,

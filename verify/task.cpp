@@ -9,6 +9,7 @@
 
 #include "core/diagnostic.h"
 #include "core/ir_visit.h"
+#include "verify/checkers.h"
 #include "verify/error_bound.h"
 
 namespace fp::verify {
@@ -88,7 +89,7 @@ bool same_application(const Application& a, const Application& b) {
 }  // namespace
 
 std::optional<double> parse_claim(const std::string& claim) {
-  if (claim == "exact") return std::nullopt;
+  if (claim == "exact" || claim == kCertifiedClaim) return std::nullopt;
   const std::string prefix = "bounded:";
   if (claim.rfind(prefix, 0) == 0) {
     // Rounded down: the checks never allow more than the decimal the user wrote.
@@ -97,7 +98,9 @@ std::optional<double> parse_claim(const std::string& claim) {
   }
   throw UserError(
       kExitUsage, "", 0, 0,
-      fmt::format("--claim expects 'exact' or 'bounded:REL' with REL a positive number, found '{}'", claim));
+      fmt::format("--claim expects 'exact', 'bounded' (a rewrite's certified bounds) or 'bounded:REL' with REL a "
+                  "positive number, found '{}'",
+                  claim));
 }
 
 namespace {
@@ -149,6 +152,11 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
                       app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
     // What the tier emits for this source at other extents (size reduction keeps a case faithful).
     auto reemit = [config, app](const Routine& s) { return isolated_target(s, apply_alone(s, config, app), app); };
+    auto reemit_with = [config, app](const Routine& s, const Task::Settings& settings) {
+      Config c = config;
+      for (const auto& [name, value] : settings) c.set(name, value, "a proof's re-emission");
+      return isolated_target(s, apply_alone(s, c, app), app);
+    };
     for (const Obligation& ob : app.obligations) {
       Task t;
       t.id = fmt::format("{}.{}", k, ob.claim);
@@ -161,6 +169,7 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
       t.file = file;
       t.repro = repro_base + " --obligation " + t.id;
       t.reemit = reemit;
+      t.reemit_with = reemit_with;
       tt.tasks.push_back(std::move(t));
     }
   }
@@ -187,6 +196,22 @@ Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::st
   t.file = file;
   t.repro = repro;
   return t;
+}
+
+std::vector<Task> pair_tasks(Routine src, Routine tgt, const std::string& claim, const std::string& file,
+                             const std::string& repro, const Limits& limits) {
+  if (claim != kCertifiedClaim) return {pair_task(std::move(src), std::move(tgt), claim, file, repro)};
+  PairRecognition r = recognize_pair(src, tgt, limits);
+  for (Task& t : r.tasks) {
+    t.file = file;
+    t.repro = repro;
+  }
+  if (!r.tasks.empty()) return std::move(r.tasks);
+  Task t = pair_task(std::move(src), std::move(tgt), claim, file, repro);
+  t.obligation.kind = ObligationKind::Bounded;
+  t.obligation.description = "the target is one of a rewrite's forms of the source, within its certified bounds";
+  t.unrecognized = r.why_not;
+  return {std::move(t)};
 }
 
 }  // namespace fp::verify

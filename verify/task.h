@@ -12,9 +12,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rewrites/tier.h"
+#include "verify/verdict.h"
 
 namespace fp::verify {
 
@@ -34,6 +36,15 @@ struct Task {
   // there. Empty for hand-written pairs. Only meaningful while tgt is what it emits for src (a
   // planted mutant replaces tgt, and the case writer then checks nothing against it).
   std::function<std::optional<Routine>(const Routine& s)> reemit;
+  // The same with some of the configuration's keys set (key, value as text): a member's proof may
+  // re-emit a small instance under its own keys (a block size that leaves several blocks and a tail).
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  std::function<std::optional<Routine>(const Routine& s, const Settings& settings)> reemit_with;
+  // A kCertifiedClaim pair no member recognized: every member's reason.
+  std::string unrecognized;
+  // A recognized hand pair (no reemit): which resized pairs are still an instance of the member's
+  // rewrite, so that a counterexample's sizes shrink only to such pairs (verify/case_attach.cpp).
+  std::function<bool(const Routine& src, const Routine& tgt)> faithful_resize;
 };
 
 // The tier's applications on `r`, one task per obligation, in application order. `repro_base`
@@ -49,7 +60,15 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
 // UserError(64) for a malformed claim.
 Task pair_task(Routine src, Routine tgt, const std::string& claim, const std::string& file,
                const std::string& repro);
-// Parses "bounded:REL": nullopt for "exact".
+// The claim "bounded" with no REL: the pair is one of a member's rewrites, within that rewrite's
+// certified bounds (verify/checkers.h recognize_pair).
+inline constexpr const char* kCertifiedClaim = "bounded";
+// The tasks of a hand-written pair: pair_task's one, or under kCertifiedClaim the recognizing
+// member's obligations; when no member recognizes the pair, one task whose verdict is unknown
+// with every member's reason.
+std::vector<Task> pair_tasks(Routine src, Routine tgt, const std::string& claim, const std::string& file,
+                             const std::string& repro, const Limits& limits);
+// Parses "bounded:REL": nullopt for "exact" and "bounded".
 std::optional<double> parse_claim(const std::string& claim);
 
 }  // namespace fp::verify

@@ -19,6 +19,9 @@ inline constexpr const char* kValuePassHoistId = "online-softmax.value-pass-hois
 inline constexpr const char* kBlockFoldId = "online-softmax.block-fold";
 inline constexpr const char* kFusedBackwardId = "online-softmax.fused-backward";
 
+// The configuration key of the fold's block size (a proof re-emits small instances under it).
+inline constexpr const char* kBlockKey = "online_softmax_block";
+
 // ---- claims (Obligation::claim) ----------------------------------------------------------------
 namespace claim {
 inline constexpr const char* kNormalizerMax = "normalizer-max";

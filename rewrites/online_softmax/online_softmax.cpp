@@ -92,7 +92,7 @@ RewriteOptions options_of(const MemberContext& ctx) {
   o.fold = enabled(kBlockFoldId);
   // online_softmax_block: B > 0 folds; 0 keeps the two-pass form; `auto` is kAutoFoldBlock, the
   // block the CPU sweep chose (docs/performance.md, "B sweep").
-  if (ctx.config) o.block = ctx.config->integer_or_auto("online_softmax_block").value_or(kAutoFoldBlock);
+  if (ctx.config) o.block = ctx.config->integer_or_auto(osm::kBlockKey).value_or(kAutoFoldBlock);
   // online_softmax_backward: the fused backward (shape 3), inert without online_softmax (the tier
   // runs this member only when online_softmax is on).
   o.backward = enabled(kFusedBackwardId) && ctx.config && ctx.config->flag("online_softmax_backward");
@@ -218,7 +218,7 @@ std::vector<ConfigKeySpec> online_softmax_keys() {
       ConfigKeySpec{"online_softmax_backward", ConfigType::Bool, "false", {{"approximate", "true"}}, true,
                     "the fused backward (shape 3): a training step's composed softmax backward becomes a per-row D = "
                     "sum(dO*O) and three nests recomputing p, dp and ds per pair, with no [seq, seq] gradient buffer"},
-      ConfigKeySpec{"online_softmax_block", ConfigType::IntOrAuto, "0", {{"approximate", "auto"}}, true,
+      ConfigKeySpec{osm::kBlockKey, ConfigType::IntOrAuto, "0", {{"approximate", "auto"}}, true,
                     "block size of the FlashAttention-2 block fold (shape 4): B > 0 folds, 0 keeps the two-pass "
                     "form; auto is 64, the size the CPU block sweep chose (docs/performance.md)"},
   };
@@ -230,7 +230,7 @@ Member online_softmax_member() {
   Member m;
   m.id = kOnlineSoftmaxId;
   m.gate = "online_softmax";
-  m.version = "5";
+  m.version = "6";
   m.description =
       "online softmax: the (max, sum-of-exp) normalizer as one scan per row, the value pass reading the "
       "probabilities once, the fused backward and the block fold (default off; on in the approximate profile)";
@@ -257,8 +257,9 @@ Member online_softmax_member() {
                 "with online_softmax_block = B > 0, a normalizer and its value pass become one scan per row over "
                 "key blocks of B (FlashAttention-2): the block's scores into a tile, the running max and rescaled "
                 "sum, the numerator tile rescaled and accumulating p*v, O = U / l on the last block",
-                {ClaimSpec{"fold-max", ObligationKind::Exact, "bitwise",
-                           "the fold's running max is the composed max, bit for bit (padded cells are -inf)"},
+                {ClaimSpec{"fold-max", ObligationKind::Exact, "all-sizes-lift.block-fold",
+                           "the fold's running max is the composed max, bit for bit, for every extent (padded cells "
+                           "are -inf)"},
                  ClaimSpec{"fold-sum", ObligationKind::Bounded, "certified-bound.block-fold-sum",
                            "the fold's rescaled sum is the composed sum within the fold's certified bound REL(n, b) "
                            "(docs/bounds.md §7: the fold's induction for every n and b)"},

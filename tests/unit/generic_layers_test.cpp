@@ -138,9 +138,9 @@ std::vector<Hit> names_outside_rooms(const std::vector<const Member*>& members) 
           if (std::none_of(keys.begin(), keys.end(), [&](const std::string& k) { return flat.find(k) != std::string::npos; }))
             continue;
           if (!std::regex_search(line, re)) continue;
-          // A registration file names each member on its include and its one list entry only.
+          // A registration file names each member on its include and its list entries only.
           const std::regex entry("^#include \"(rewrites|verify)/" + room_of(*m) + "/[a-z_]+\\.h\"$|^ +" +
-                                 room_of(*m) + "_(member|checkers)\\(\\),$");
+                                 room_of(*m) + "_(member|checkers|pair_recognizer)\\(\\),$");
           if (registration && std::regex_search(line, entry)) continue;
           hits.push_back(Hit{rel, m->id, line, n});
         }

@@ -8,6 +8,7 @@ namespace fp::verify {
 
 Checker bitwise_checker();
 Checker relative_checker();
+Checker unrecognized_pair_checker();
 Checker loop_permutation_lift_checker();
 
 }  // namespace fp::verify

@@ -1,6 +1,8 @@
 // The checkers that compare covered cells at the routines' own sizes (verify/pair_check.h):
 // `bitwise` for exact claims, `relative` for a hand-written bounded:REL pair.
 
+#include <fmt/format.h>
+
 #include <string>
 #include <utility>
 
@@ -28,6 +30,22 @@ Checker cell_checker(std::string id, std::string description) {
 
 Checker bitwise_checker() {
   return cell_checker("bitwise", "every covered cell bitwise equal for every input, at the routines' sizes");
+}
+
+// A pair under the claim `bounded` that no member recognized: unknown, with every member's reason
+// and the claims that would check it anyway.
+Checker unrecognized_pair_checker() {
+  Checker c;
+  c.id = "unrecognized-pair";
+  c.description = "a pair claimed within a rewrite's certified bounds that no rewrite recognizes: unknown, with why";
+  c.discharge = [](Verdict& v, const Task& t, const EngineOptions&) {
+    v.kind = VerdictKind::Unknown;
+    v.reason = UnknownReason::Unsupported;
+    v.message = fmt::format("no rewrite recognizes the pair, so it has no certified bound ({}); --claim bounded:REL "
+                            "checks a relative bound you state, --claim exact a bitwise one",
+                            t.unrecognized);
+  };
+  return c;
 }
 
 Checker relative_checker() {

@@ -62,7 +62,7 @@ void discharge_exact_lift(Verdict& v, const Task& t, const EngineOptions& o, con
     return;
   }
   // The proof covers every extent; a small instance of the family is the cross-check.
-  const ShrunkPair small = cross_check_instance(t.src, t.tgt);
+  const ShrunkPair small = lift.instance ? *lift.instance : cross_check_instance(t.src, t.tgt);
   const std::string where =
       small.extents.empty() ? "at the routine's sizes" : fmt::format("at reduced sizes ({})", extents_text(small.extents));
   Task shrunk = t;

@@ -5,10 +5,12 @@
 // proof, the bitwise check at the routines' own sizes decides, scoped to those sizes.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "verify/checkers.h"
+#include "verify/size_reduction.h"
 
 namespace fp::verify {
 
@@ -17,6 +19,10 @@ struct ExactLift {
   std::string why_not;             // when not proved: the first failed condition
   std::vector<std::string> steps;  // the proof's steps, for the report
   std::string proof;               // what the proof establishes, one sentence (when proved)
+  // The small instance of the family the cross-check runs on, when the lift supplies one (a
+  // target that hard-codes sizes is shrunk by re-emitting it: size_reduction.h
+  // faithful_cross_check_instance); else the pair's extents are substituted (cross_check_instance).
+  std::optional<ShrunkPair> instance;
 };
 
 void discharge_exact_lift(Verdict& v, const Task& t, const EngineOptions& o, const ExactLift& lift);

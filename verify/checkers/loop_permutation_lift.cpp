@@ -20,7 +20,8 @@ Checker loop_permutation_lift_checker() {
             lift_loop_permutation(t.src, t.tgt, t.app, o.limits, dump.empty() ? "" : dump + "-lift");
         return ExactLift{lift.proved, lift.why_not, lift.steps,
                          "every target cell receives the same contributions in the same order for all extents "
-                         "(Z3, integer arithmetic), each computed from the same values"};
+                         "(Z3, integer arithmetic), each computed from the same values",
+                         std::nullopt};
       });
 }
 

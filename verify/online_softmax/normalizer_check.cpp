@@ -24,6 +24,7 @@
 #include "verify/online_softmax/block_skip_lemma.h"
 #include "verify/online_softmax/bounds/induction_instance.h"
 #include "verify/online_softmax/bounds/normalizer_bound.h"
+#include "verify/online_softmax/fold_lift.h"
 #include "verify/online_softmax/normalizer_lift.h"
 #include "verify/online_softmax/smt/queries.h"
 #include "verify/phase_clock.h"
@@ -582,9 +583,38 @@ Certificate certificate_for(Prec storage, std::int64_t n, const Limits& limits, 
   return c;
 }
 
+namespace {
+
+// What the structural lift says about l: proved for every extent, or the first condition that failed.
+struct SumLift {
+  bool proved = false;
+  std::string why_not;
+  std::vector<std::string> steps;
+};
+
+SumLift scan_sum_lift(const Routine& src, const Routine& tgt, const Application& app, const std::string& l,
+                      const osm::SumTerms& bt) {
+  const NormalizerLift lift = lift_normalizer(src, tgt, app);
+  SumLift out{lift.proved && lift.l == l && lift.row_terms == bt.terms, lift.why_not, lift.steps};
+  if (lift.proved && !out.proved) out.why_not = fmt::format("the scan's row sum is not {} over {} terms", l, bt.terms);
+  return out;
+}
+
+SumLift fold_sum_lift(const Routine& src, const Routine& tgt, const Application& app, const std::string& l,
+                      const osm::SumTerms& bt, const Limits& limits) {
+  const FoldLift lift = lift_fold(src, tgt, app, limits);
+  SumLift out{lift.proved && lift.l == l && lift.l_stored && lift.keys == bt.terms && lift.block == bt.block,
+              lift.why_not, lift.steps};
+  if (lift.proved && !out.proved)
+    out.why_not = fmt::format("the fold's stored row sum is not {} over {} keys in blocks of {}", l, bt.terms, bt.block);
+  return out;
+}
+
+}  // namespace
+
 BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const Application& app,
                                   const Obligation& ob, const Limits& limits, ProofCache* disk,
-                                  const std::string& dump_prefix) {
+                                  const std::string& dump_prefix, const std::function<ShrunkPair()>& small_instance) {
   BoundedCheck res;
   res.scope = concrete_scope(src);
   FP_INTERNAL_CHECK(osm::sum_terms(ob) && !ob.covers.empty(), "bounded obligation {} without bound terms or covers",
@@ -636,18 +666,22 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
       }
     }
   }
-  // (The structural lift is about the scan; the fold's recurrence is checked at the routine's sizes.)
-  const NormalizerLift lift = fold ? NormalizerLift{} : lift_normalizer(src, tgt, app);
-  const bool all_sizes = !fold && lift.proved && lift.l == l && lift.row_terms == bt.terms;
+  // The structural lift of the scan (normalizer_lift.h) or of the fold (fold_lift.h).
+  const SumLift lift = fold ? fold_sum_lift(src, tgt, app, l, bt, limits) : scan_sum_lift(src, tgt, app, l, bt);
+  const bool all_sizes = lift.proved;
   res.all_sizes = all_sizes;
   RecurrenceCheck rc;
   if (all_sizes) {
     rc.proved = true;
-    rc.detail = fmt::format("(i) recurrence: for every extent, {} is the composed sum (source) and the online "
-                            "recurrence at {} (target) of the same row of scores: {}",
-                            l, prec_name(state_prec(bt.storage)), fmt::join(lift.steps, "; "));
+    rc.detail = fmt::format("(i) recurrence: for every extent, {} is the composed sum (source) and the {} at {} "
+                            "(target) of the same row of scores: {}",
+                            l, fold ? fmt::format("block fold (blocks of {})", bt.block) : "online recurrence",
+                            prec_name(state_prec(bt.storage)), fmt::join(lift.steps, "; "));
   } else {
     for (const auto& st : lift.steps) res.steps.push_back(st);
+    if (!lift.why_not.empty())
+      res.steps.push_back("the structural lift does not hold (" + lift.why_not +
+                          "); the recurrence is checked at the routine's sizes");
     rc = concrete_recurrence(src, tgt, anchor_pos, l, bt, limits);
   }
   const bool recurrence = rc.proved, term_limit = rc.term_limit;
@@ -663,12 +697,29 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
   for (const auto& n : plan.notes) res.steps.push_back(n);
   // The concrete checks run on a small instance of the family when the recurrence holds for
   // every extent (a violation there refutes the all-sizes claim), else at the routine's sizes.
-  const ShrunkPair instance = all_sizes ? cross_check_instance(src, tgt) : ShrunkPair{src, tgt, {}};
-  const std::string where = instance.extents.empty()
-                                ? std::string("routine's own random inputs")
-                                : fmt::format("random inputs at reduced sizes ({})", extents_text(instance.extents));
+  // A fold's instance may have another block size: it is checked against its own REL(n', b') (a
+  // smaller key count alone only lowers REL, so a scan's instance keeps the stated one).
+  ShrunkPair instance = !all_sizes    ? ShrunkPair{src, tgt, {}}
+                        : small_instance ? small_instance()
+                                         : cross_check_instance(src, tgt);
+  double run_rel = nb.rel;
+  std::string own_bound;
+  if (fold && !instance.extents.empty()) {
+    const FoldLift il = lift_fold(instance.src, instance.tgt, app, limits);
+    const NormalizerBound inb = fold_bound(bt.storage, bt.state, il.keys, il.block, limits.exp_ulp);
+    if (il.proved && inb.defined) {
+      run_rel = inb.rel;
+      own_bound = fmt::format("; its own bound, n = {}, b = {}", il.keys, il.block);
+    } else {
+      instance = ShrunkPair{src, tgt, {}};
+    }
+  }
+  const std::string where =
+      instance.extents.empty()
+          ? std::string("routine's own random inputs")
+          : fmt::format("random inputs at reduced sizes ({}{})", extents_text(instance.extents), own_bound);
   const DownstreamPlan run_plan =
-      instance.extents.empty() ? plan : plan_downstream(instance.src, app.statements, anchor_pos, l, nb.rel);
+      instance.extents.empty() ? plan : plan_downstream(instance.src, app.statements, anchor_pos, l, run_rel);
   std::vector<std::string> watched;
   for (const auto& c : run_plan.checks) watched.push_back(c.node);
   std::vector<std::string> kept = watched;  // what the checks read: the nodes and their scales

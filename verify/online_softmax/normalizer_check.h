@@ -27,6 +27,7 @@
 // A target that is not the recurrence gets the full counterexample search against the bound: a
 // violation is `refuted` with the case; none found is `unknown` (approximation in the way).
 
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@
 #include "rewrites/online_softmax/claims.h"
 #include "verify/online_softmax/bounds/mpfr_reference.h"
 #include "verify/pair_check.h"
+#include "verify/size_reduction.h"
 #include "verify/verdict.h"
 
 namespace fp::verify {
@@ -68,9 +70,12 @@ struct BoundedCheck {
   Routine case_src, case_tgt;     // the pair at the sizes the checks ran at (a case writes these)
 };
 
+// `small_instance`, when given, makes the pair the all-sizes cross-checks run on (a fold's: the
+// tier's target for a shrunk source); else the pair's extents are substituted.
 BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const Application& app,
                                   const Obligation& ob, const Limits& limits, ProofCache* disk,
-                                  const std::string& dump_prefix);
+                                  const std::string& dump_prefix,
+                                  const std::function<ShrunkPair()>& small_instance = {});
 
 // A recurrence check (i): term identity of the target's cells with the recurrence a bound is about.
 struct RecurrenceCheck {

@@ -13,4 +13,7 @@ namespace fp::verify {
 
 std::vector<Checker> online_softmax_checkers();
 
+// Recognizes a hand-written block fold of the source's composed attention (pair_recognition.cpp).
+PairRecognizer online_softmax_pair_recognizer();
+
 }  // namespace fp::verify

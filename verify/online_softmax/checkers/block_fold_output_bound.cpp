@@ -1,13 +1,16 @@
 // `certified-bound.block-fold-output`: the block fold's O (claim `fold-output`) against the
 // composed (p / l)·v, per output cell: |O_fold - O_src| <= rel_z·Σ_j (|P̂_j| + κ)·|v_j| + abs
 // (docs/bounds.md §7 "O"). `bounded` needs (i) the target's O tied to the fold's numerator
-// recurrence by term identity at the routine's sizes (normalizer_check.h fold_output_identity),
+// recurrence — for every extent by the fold's structural lift (fold_lift.h; the checks then run on
+// a small instance the tier emits, against its own bound), else by term identity at the routine's
+// sizes (normalizer_check.h fold_output_identity),
 // (ii) the fold's certificate — its induction for every n and b (l's and O's queries) and the MPFR
 // rows through the fold, O included — and (iii) the interpreter differential and the adversarial
 // search inside the bound. A cell outside the bound is `refuted` with the case; a target that is
 // not the recurrence, or an incomplete certificate, is `unknown`.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -18,6 +21,7 @@
 #include "verify/downstream_bounds.h"
 #include "verify/online_softmax/bounds/normalizer_bound.h"
 #include "verify/online_softmax/checkers/checkers.h"
+#include "verify/online_softmax/fold_lift.h"
 #include "verify/online_softmax/normalizer_check.h"
 #include "verify/search.h"
 #include "verify/verdict_cache.h"
@@ -70,12 +74,6 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
     return unknown(UnknownReason::Unsupported,
                    fmt::format("{} is stored at {}, not at the scores' precision {}: the bound assumes it is", out,
                                prec_name(node->prec), prec_name(bt.storage)));
-  std::string why;
-  auto plan = scaled_reduction_plan(t.src, static_cast<std::size_t>(t.app.statements[0] - 1), fb.rel_z, fb.abs,
-                                    &why, p, fb.kappa);
-  if (!plan || plan->checks[0].node != out)
-    return unknown(UnknownReason::Unsupported, "the source's value pass: " + why);
-  with_numerator_headroom(*plan, bt.terms, fb.kappa);
   BoundInfo bi;
   bi.formula =
       "|O_fold - O_src| <= rel_z·Σ_j (|P̂_j| + κ)·|v_j| + abs per output cell (docs/bounds.md §7 \"O\": the "
@@ -89,29 +87,74 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   bi.n = bt.terms;
   bi.exp_assumption = exp_assumption_text(o.limits.exp_ulp);
   v.steps.push_back("bound: " + bi.instantiated);
-  // (i) the recurrence.
-  const RecurrenceCheck id = fold_output_identity(t.src, t.tgt, t.app, bt, out, p, o.limits);
+  // (i) the recurrence: for every extent by the fold's structural lift (fold_lift.h), else by term
+  // identity at the routine's sizes.
+  const FoldLift lift = lift_fold(t.src, t.tgt, t.app, o.limits);
+  const bool all_sizes = lift.proved && lift.o == out && lift.keys == bt.terms && lift.block == bt.block;
+  RecurrenceCheck id;
+  if (all_sizes) {
+    id.proved = true;
+    id.detail = fmt::format("(i) recurrence: for every extent, {} is the fold's numerator over its norm, the block "
+                            "fold (blocks of {}) of the composed value pass's row of scores: {}",
+                            out, bt.block, fmt::join(lift.steps, "; "));
+  } else {
+    if (!lift.why_not.empty() || lift.proved)
+      v.steps.push_back("the structural lift does not hold (" +
+                        (lift.proved ? fmt::format("the fold's output is not {} over {} keys in blocks of {}", out,
+                                                   bt.terms, bt.block)
+                                     : lift.why_not) +
+                        "); the recurrence is checked at the routine's sizes");
+    id = fold_output_identity(t.src, t.tgt, t.app, bt, out, p, o.limits);
+  }
   v.steps.push_back(id.proved ? id.detail : "(i) recurrence not established: " + id.detail);
   bi.parts.push_back(CertificatePart{"(i) recurrence", id.proved ? "proved" : "failed", id.detail});
-  // (iii) differential and search: the full budget when the recurrence is not established.
+  // (iii) differential and search, on a small instance of the family when the recurrence holds for
+  // every extent (the tier's fold of a shrunk source, checked against its own bound REL(n', b')),
+  // else at the routine's sizes; the full budget when the recurrence is not established.
+  Task run = t;
+  FoldOutputBound run_fb = fb;
+  std::int64_t run_keys = bt.terms;
+  bool reduced = false;
+  std::string where = "routine's own random inputs";
+  if (all_sizes) {
+    const ShrunkPair small = fold_instance(t, o.limits);
+    const FoldLift small_lift = lift_fold(small.src, small.tgt, t.app, o.limits);
+    const FoldOutputBound small_fb =
+        fold_output_bound(bt.storage, bt.state, small_lift.keys, small_lift.block, o.limits.exp_ulp);
+    if (!small.extents.empty() && small_lift.proved && small_fb.defined) {
+      run.src = small.src;
+      run.tgt = small.tgt;
+      run_fb = small_fb;
+      run_keys = small_lift.keys;
+      reduced = true;
+      where = fmt::format("random inputs at reduced sizes ({}; its own bound, n = {}, b = {})",
+                          extents_text(small.extents), small_lift.keys, small_lift.block);
+    }
+  }
+  std::string why;
+  auto plan = scaled_reduction_plan(run.src, static_cast<std::size_t>(t.app.statements[0] - 1), run_fb.rel_z,
+                                    run_fb.abs, &why, p, run_fb.kappa);
+  if (!plan || plan->checks[0].node != out)
+    return unknown(UnknownReason::Unsupported, "the source's value pass: " + why);
+  with_numerator_headroom(*plan, run_keys, run_fb.kappa);
   const std::vector<std::string> watched = {out};
   const std::vector<std::string> kept = {out, plan->checks[0].scale_node};
-  const Routine src_run = through_last_writer(instrument_source(t.src, {&*plan}, watched, false), kept);
-  const Routine tgt_run = through_last_writer(with_outputs(t.tgt, watched, false), watched);
+  const Routine src_run = through_last_writer(instrument_source(run.src, {&*plan}, watched, false), kept);
+  const Routine tgt_run = through_last_writer(with_outputs(run.tgt, watched, false), watched);
   PairRunner runner(src_run, tgt_run, plan->checks);
   std::map<std::string, double> worst;
   for (int k = 0; k < 4; ++k) {
-    TensorMap in = random_inputs(t.src, o.limits.seed + static_cast<std::uint64_t>(k));
+    TensorMap in = random_inputs(run.src, o.limits.seed + static_cast<std::uint64_t>(k));
     if (auto m = runner.run(in, &worst)) {
       v.kind = VerdictKind::Refuted;
-      v.message = "outside the bound on random inputs: " + m->text();
-      attach_case(v, t, o, src_run, tgt_run, plan->checks, Found{in, *m, "random (differential)", 0});
+      v.message = "outside the bound on the " + where + ": " + m->text();
+      attach_case(v, run, o, src_run, tgt_run, plan->checks, Found{in, *m, "random (differential)", 0});
       return;
     }
   }
   bi.worst_observed = worst[out];
   bi.parts.push_back(CertificatePart{"differential", "confirmed",
-                                     fmt::format("routine's own random inputs (4 seeds): worst {} of the bound on {}",
+                                     fmt::format("{} (4 seeds): worst {} of the bound on {}", where,
                                                  fraction(worst[out]), out)});
   const int trials = scaled_search_trials(runner, id.proved ? std::max(1, o.limits.search_trials / 4)
                                                             : o.limits.search_trials);
@@ -119,11 +162,18 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
     v.kind = VerdictKind::Refuted;
     v.message = "outside the bound: " + found->mismatch.text();
     v.steps.push_back(fmt::format("counterexample search: trial {} ({}) violates it", found->trial, found->family));
-    attach_case(v, t, o, src_run, tgt_run, plan->checks, std::move(*found));
+    attach_case(v, run, o, src_run, tgt_run, plan->checks, std::move(*found));
     return;
   }
-  v.steps.push_back(fmt::format("counterexample search: {} adversarial trials within the bound", trials));
-  v.scope = Scope{false, concrete_scope(t.src)};
+  v.steps.push_back(fmt::format("counterexample search: {} adversarial trials within the bound{}", trials,
+                                 reduced ? " at reduced sizes" : ""));
+  v.scope = all_sizes ? Scope{true, fmt::format("all sizes: the fold's recurrence for every extent (structural), the "
+                                                "bound formula for every n and b (induction: Z3 over the reals, under "
+                                                "the rounding model and the exp assumption of docs/bounds.md); "
+                                                "rel_z stated for n = {}, b = {}, rel_z(n, b) of the formula at "
+                                                "other sizes",
+                                                bt.terms, bt.block)}
+                      : Scope{false, concrete_scope(t.src)};
   if (!id.proved) {
     v.bound = bi;
     if (id.term_limit)
@@ -150,13 +200,14 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
                    fmt::format("the fold's certificate is incomplete (induction {}, MPFR rows {})",
                                induction ? "proved" : "not proved", cert.mpfr_ok ? "confirmed" : "failed"));
   v.kind = VerdictKind::Bounded;
-  v.scope.text += fmt::format("; the bound formula proved for every n and b by induction (Z3 over the reals, under the "
+  if (!all_sizes)
+    v.scope.text += fmt::format("; the bound formula proved for every n and b by induction (Z3 over the reals, under the "
                               "rounding model and the exp assumption of docs/bounds.md), instantiated at n = {}, b = {}",
                               bt.terms, bt.block);
   v.message = fmt::format(
-      "{} is the fold's numerator over its norm (i, the routine's sizes); bound rel_z = {:.3g} of Σ(|{}| + {:.3g})·|v|: "
+      "{} is the fold's numerator over its norm (i, {}); bound rel_z = {:.3g} of Σ(|{}| + {:.3g})·|v|: "
       "induction (every n and b) proved, confirmed by MPFR (O tightness {}), differential inside the bound",
-      out, fb.rel_z, p, fb.kappa, fraction(cert.output_tightness));
+      out, all_sizes ? "every extent" : "the routine's sizes", fb.rel_z, p, fb.kappa, fraction(cert.output_tightness));
 }
 
 // The per-cell plan diff --rewrite compares O with (the same check the certificate states).
@@ -191,8 +242,8 @@ Checker block_fold_output_bound_checker() {
   Checker c;
   c.id = "certified-bound.block-fold-output";
   c.description =
-      "the block fold's O within rel_z·Σ(|p| + κ)|v| + abs of the composed (p / l)·v: its recurrence at the "
-      "routine's sizes, the fold's induction for every n and b, MPFR rows through the fold";
+      "the block fold's O within rel_z·Σ(|p| + κ)|v| + abs of the composed (p / l)·v: its recurrence for every "
+      "extent (the fold's structural lift, else at the routine's sizes), the fold's induction for every n and b, MPFR rows through the fold";
   c.discharge = certify_fold_output;
   c.plan = plan_fold_output;
   // Where O reaches an output without a certified plan: 64 units of f32 roundoff per key.

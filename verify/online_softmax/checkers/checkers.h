@@ -3,6 +3,8 @@
 // each in this folder:
 //   all-sizes-lift.normalizer-scan      the scan's running max is the composed max, bit for bit, for
 //                                       every extent (normalizer_max_lift.cpp)
+//   all-sizes-lift.block-fold           the fold's running max is the composed max, bit for bit, for
+//                                       every extent (block_fold_max_lift.cpp, fold_lift.h)
 //   certified-bound.online-normalizer   the scan's l within its certified bound (online_normalizer_bound.cpp)
 //   certified-bound.block-fold-sum      the fold's l within its certified bound (the same file)
 //   certified-bound.block-fold-output   the fold's O within its certified bound (block_fold_output_bound.cpp)
@@ -10,14 +12,19 @@
 //   bitwise.fused-backward-dv           dV bitwise, its order for every size (fused_backward_order_check.cpp)
 
 #include "verify/checkers.h"
+#include "verify/size_reduction.h"
 
 namespace fp::verify {
 
 Checker normalizer_max_lift_checker();
+Checker block_fold_max_lift_checker();
 Checker online_normalizer_bound_checker();
 Checker block_fold_sum_bound_checker();
 Checker block_fold_output_bound_checker();
 Checker fused_backward_bound_checker();
 Checker fused_backward_dv_checker();
+
+// The small instance of a fold task's family the fold's cross-checks run on (block_fold_max_lift.cpp).
+ShrunkPair fold_instance(const Task& t, const Limits& limits);
 
 }  // namespace fp::verify

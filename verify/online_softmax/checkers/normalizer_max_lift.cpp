@@ -18,7 +18,8 @@ Checker normalizer_max_lift_checker() {
         const NormalizerLift lift = lift_normalizer(t.src, t.tgt, t.app);
         return ExactLift{lift.proved, lift.why_not, lift.steps,
                          "the scan folds max over the same scores of each row in the same order from -inf, for "
-                         "every extent (structural induction over the scan's steps)"};
+                         "every extent (structural induction over the scan's steps)",
+                         std::nullopt};
       });
 }
 

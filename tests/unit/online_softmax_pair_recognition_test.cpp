@@ -1,0 +1,104 @@
+// A user's own block fold checked against the composed attention it replaces (`verify --src
+// composed.fp --tgt my_fold.fp --claim bounded`, verify/online_softmax/pair_recognition.cpp): a
+// fold with its own names, operand order and block is recognized by the fold's all-sizes lift and
+// bounded for every size; each planted fold mutant, written by hand, is refuted with a case that
+// is still a fold; a pair that is not a fold is unknown with the reason.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/text_parser.h"
+#include "core/text_printer.h"
+#include "frontend/attention.h"
+#include "rewrites/config.h"
+#include "rewrites/members.h"
+#include "verify/engine.h"
+#include "verify_fixtures.h"
+
+namespace fp::verify {
+namespace {
+
+AttentionSpec small_causal() {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 7;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  return s;
+}
+
+// The tier's fold of `s` at `block`, as the tier's only block-fold task.
+Task tier_fold(const AttentionSpec& s, int block) {
+  const Config cfg = make_config("", {"online_softmax=true", "online_softmax_block=" + std::to_string(block)}, {});
+  for (const Task& t : tier_tasks(build_attention(s), cfg, {}, "attention.fp", "repro").tasks)
+    if (t.shape == "online-softmax.block-fold") return t;
+  ADD_FAILURE() << "no fold";
+  return Task{};
+}
+
+// `r` as a user writes it: every name of the tier's own (os_...) renamed.
+Routine handwritten(const Routine& r) {
+  std::string text = print_routine(r);
+  for (std::size_t at = text.find("os_"); at != std::string::npos; at = text.find("os_", at)) text.replace(at, 3, "my_");
+  return parse_routine(text, "my_fold.fp");
+}
+
+TEST(OnlineSoftmaxPairRecognition, AHandWrittenFoldIsBoundedForEverySize) {
+  const Task fold = tier_fold(small_causal(), 3);
+  const std::vector<Task> tasks =
+      pair_tasks(fold.src, handwritten(fold.tgt), kCertifiedClaim, "my_fold.fp", "repro", Limits{});
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].obligation.claim, "fold-output");
+  const Verdict v = discharge(tasks[0], testing::engine_options("pair-fold"));
+  EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+  EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
+}
+
+TEST(OnlineSoftmaxPairRecognition, APairThatIsNotAFoldIsUnknownWithTheReason) {
+  const Task fold = tier_fold(small_causal(), 3);
+  const std::vector<Task> tasks = pair_tasks(fold.src, fold.src, kCertifiedClaim, "same.fp", "repro", Limits{});
+  ASSERT_EQ(tasks.size(), 1u);
+  const Verdict v = discharge(tasks[0], testing::engine_options("pair-not-fold"));
+  EXPECT_EQ(v.kind, VerdictKind::Unknown) << v.message;
+  EXPECT_EQ(v.reason, UnknownReason::Unsupported);
+  EXPECT_NE(v.message.find("no rewrite recognizes the pair"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("not a block fold"), std::string::npos) << v.message;
+}
+
+// Every declared fold mutant that changes the output, written by hand, is refuted; its case is
+// still a fold (recognized as one at the case's sizes), never "source 1, target 0".
+TEST(OnlineSoftmaxPairRecognition, EachHandWrittenFoldMutantIsRefutedWithACaseThatIsStillAFold) {
+  const Task fold = tier_fold(small_causal(), 3);
+  const ShapeInfo* shape = find_shape("online-softmax.block-fold");
+  ASSERT_NE(shape, nullptr);
+  int refuted = 0;
+  for (const Mutant& m : shape->mutants(fold.tgt, fold.app)) {
+    SCOPED_TRACE(m.id);
+    const std::vector<Task> tasks =
+        pair_tasks(fold.src, handwritten(m.tgt), kCertifiedClaim, "mutant.fp", "repro", Limits{});
+    ASSERT_FALSE(tasks.empty());
+    if (!tasks[0].unrecognized.empty()) continue;  // not a fold's skeleton any more (counted below)  // not a fold's skeleton any more (counted below)
+    const Verdict v = discharge(tasks[0], testing::engine_options("pair-mutant-" + m.id, 200));
+    if (v.kind != VerdictKind::Refuted) {
+      // A mutant that changes no output at these sizes (a max nothing reads) may pass.
+      EXPECT_NE(v.kind, VerdictKind::Error) << v.message;
+      continue;
+    }
+    ++refuted;
+    ASSERT_TRUE(v.counterexample.has_value());
+    const std::filesystem::path dir = v.counterexample->dir;
+    const Routine case_src = parse_routine_file((dir / "src.fp").string());
+    const Routine case_tgt = parse_routine_file((dir / "tgt.fp").string());
+    const std::vector<Task> again =
+        pair_tasks(case_src, case_tgt, kCertifiedClaim, "case.fp", "repro", Limits{});
+    EXPECT_TRUE(!again.empty() && again[0].unrecognized.empty())
+        << "the case is not a fold: " << (again.empty() ? "" : again[0].unrecognized);
+  }
+  EXPECT_GE(refuted, 12);
+}
+
+}  // namespace
+}  // namespace fp::verify

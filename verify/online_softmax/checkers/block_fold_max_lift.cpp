@@ -1,0 +1,56 @@
+// `all-sizes-lift.block-fold`: the block fold's running max (claim `fold-max`) is the composed max
+// reduction, bit for bit, for every extent — the structural proof of verify/online_softmax/
+// fold_lift.h: the fold reads the same scores of each row in the same order, padded with -inf,
+// which max leaves alone — then the bitwise check of a small instance the tier emits for a shrunk
+// source (the fold hard-codes its block count and tail, so its extents are not substituted) as a
+// cross-check (verify/checkers/exact_lift.h). Without the lift, the bitwise check at the routines'
+// sizes.
+
+#include <algorithm>
+#include <string>
+
+#include "rewrites/online_softmax/claims.h"
+#include "verify/checkers/exact_lift.h"
+#include "verify/online_softmax/checkers/checkers.h"
+#include "verify/online_softmax/fold_lift.h"
+#include "verify/size_reduction.h"
+
+namespace fp::verify {
+
+// The instance the fold lifts' cross-checks run on: the tier's fold of a shrunk source, in blocks
+// of at most kInstanceBlock keys so that it has several blocks (and, at 4 or 8 keys, a tail) —
+// covered by the lift too; the routine's own sizes when the task cannot re-emit (a hand-written
+// pair) or no instance is lifted.
+constexpr std::int64_t kInstanceBlock = 3;
+
+ShrunkPair fold_instance(const Task& t, const Limits& limits) {
+  if (!t.reemit_with) return ShrunkPair{t.src, t.tgt, {}};
+  const osm::SumTerms* terms = osm::sum_terms(t.obligation);
+  const std::int64_t block = std::min<std::int64_t>(terms && terms->block > 0 ? terms->block : kInstanceBlock,
+                                                    kInstanceBlock);
+  const Task::Settings settings = {{std::string(osm::kBlockKey), std::to_string(block)}};
+  return faithful_cross_check_instance(
+      t.src, t.tgt, [&](const Routine& s) { return t.reemit_with(s, settings); },
+      [&](const ShrunkPair& p) { return lift_fold(p.src, p.tgt, t.app, limits).proved; });
+}
+
+Checker block_fold_max_lift_checker() {
+  return exact_lift_checker(
+      "all-sizes-lift.block-fold",
+      "the block fold's running max is the composed max reduction, bit for bit, for every extent, plus the bitwise "
+      "check of a small instance the tier emits",
+      [](const Task& t, const EngineOptions& o) {
+        const FoldLift lift = lift_fold(t.src, t.tgt, t.app, o.limits);
+        const bool covers_m = t.obligation.covers.size() == 1 && t.obligation.covers[0].node == lift.m;
+        ExactLift out{lift.proved && lift.m_stored && covers_m,
+                      lift.proved && !covers_m ? "the claim does not cover the fold's row max" : lift.why_not,
+                      lift.steps,
+                      "the fold takes the maxima of the same scores of each row in the same order, its padding -inf, "
+                      "for every extent (structural, over symbolic extents)",
+                      std::nullopt};
+        if (out.proved) out.instance = fold_instance(t, o.limits);
+        return out;
+      });
+}
+
+}  // namespace fp::verify
