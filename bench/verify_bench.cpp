@@ -3,11 +3,14 @@
 //                            (tests/fixtures/attention_suite.h), no cache: time per obligation (median,
 //                            p95, max) per claim kind
 //   BM_CacheHit              the same tasks answered from the proof cache: time per verdict
-//   BM_VerifyModel/<jobs>    issue 12's model: a 24-layer causal training step, 16 heads, seq 4096,
-//                            d 128, every online-softmax gate on: cold (no cache) and from the cache,
-//                            wall seconds, decided count, scope all sizes count, peak RSS. Cold only
-//                            in a fresh process (certificates and solver answers are kept per
-//                            process): run one at a time, --benchmark_filter=BM_VerifyModel/2
+//   BM_VerifyModel/<jobs>/<gates>/<mask>  issue 12's model: a 24-layer training step, 16 heads, seq
+//                            4096, d 128; gates 0: online_softmax, 1: and the block fold
+//                            (online_softmax_block=64), 2: the approximate profile (every gate,
+//                            the fused backward too); mask 0 causal, 1 padding:512, 2 none: cold (no
+//                            cache) and from the cache, wall seconds, decided count, scope all sizes
+//                            count, peak RSS. Cold only in a fresh process (certificates and solver
+//                            answers are kept per process): run one at a time,
+//                            --benchmark_filter=BM_VerifyModel/1/1/0
 //   BM_Tightness/<prec>      worst observed error / bound on 10^4 MPFR rows (the certificate's (c))
 //   BM_FoldTightness/<prec>/<B>  the same through the block fold in blocks of min(B, n), B in {1, 2,
 //                            3, 7, 16, 64, 2^20 (>= every n: one block)} (docs/bounds.md §7)
@@ -34,6 +37,7 @@
 
 #include "core/numerics.h"
 #include "frontend/attention.h"
+#include "rewrites/config.h"
 #include "tests/fixtures/attention_suite.h"
 #include "verify/bounds/exp_reference.h"
 #include "verify/engine.h"
@@ -133,10 +137,15 @@ void BM_VerifyModel(benchmark::State& state) {
   s.heads = 16;
   s.sq = s.sk = 4096;
   s.d = s.e = 128;
-  s.mask = "causal";
+  const char* masks[] = {"causal", "padding:512", "none"};
+  s.mask = masks[state.range(2)];
   s.train = true;
-  Config cfg;
+  const std::int64_t gates = state.range(1);
+  Config cfg = make_config(gates == 2 ? "approximate" : "", {}, {});
   cfg.set("online_softmax", "true");
+  if (gates == 1) cfg.set("online_softmax_block", "64");
+  state.SetLabel(fmt::format("{}, {}", gates == 0 ? "online_softmax" : gates == 1 ? "+ block fold 64" : "approximate",
+                             s.mask));
   const std::vector<Task> tasks = tier_tasks(build_attention(s), cfg, {}, "model.fp", "flashproof verify model.fp").tasks;
   const std::string dir = (std::filesystem::temp_directory_path() / "flashproof-verify-bench-model").string();
   double cold = 0, cached = 0;
@@ -164,7 +173,10 @@ void BM_VerifyModel(benchmark::State& state) {
   state.counters["cached_s"] = cached;
   state.counters["peak_rss_MiB"] = static_cast<double>(peak_rss_kib()) / 1024.0;
 }
-BENCHMARK(BM_VerifyModel)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_VerifyModel)
+    ->ArgsProduct({{1, 2}, {0, 1, 2}, {0, 1, 2}})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 void BM_Tightness(benchmark::State& state) {
   const Prec p = static_cast<Prec>(state.range(0));

@@ -148,10 +148,18 @@ std::optional<DownstreamPlan> scaled_reduction_plan(const Routine& src, std::siz
 }
 
 DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& matched, std::size_t anchor_pos,
-                               const std::string& l, double rel_l) {
+                               const std::string& l, double rel_l, const std::vector<std::string>& co_perturbed) {
   DownstreamPlan plan;
   std::map<std::string, Affected> aff{{l, Affected{rel_l, false, false, "REL"}}};
   std::vector<std::string>& notes = plan.notes;
+  for (const std::string& n : co_perturbed) {
+    if (n == l) continue;
+    aff[n] = Affected{0, false, true, "another claim's"};
+    notes.push_back(fmt::format("{} is changed by the same rewrite under another claim: nothing computed from it is "
+                                "bounded by this one",
+                                n));
+    plan.note_nodes.push_back(n);
+  }
   const std::vector<StmtP> S = top_level_statements(src);
   for (std::size_t pos = anchor_pos + 1; pos < S.size(); ++pos) {
     bool part_of_match = std::find(matched.begin(), matched.end(), static_cast<int>(pos + 1)) != matched.end();
@@ -231,7 +239,7 @@ DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& match
   }
   std::vector<std::string> order{l};
   for (const auto& [node, a] : aff) {
-    if (node == l) continue;
+    if (node == l || std::find(co_perturbed.begin(), co_perturbed.end(), node) != co_perturbed.end()) continue;
     if (a.tainted)
       plan.unbounded.push_back(node);
     else

@@ -1,6 +1,7 @@
 #include "verify/program_equality.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
@@ -108,6 +109,14 @@ Routine canonical_blocks(const Routine& r) {
   Routine out = r;
   out.body = seq(spliced_body(r.body->body));
   return out;
+}
+
+std::string declarations_signature(const Routine& r) {
+  std::string sig;
+  for (const Node& n : r.nodes)
+    sig += fmt::format("{}:{}:{}:{}{}{};", n.name, fmt::join(n.dims, ","), prec_name(n.prec), n.is_input,
+                       n.is_output, static_cast<int>(n.mode));
+  return sig;
 }
 
 std::string program_difference(const Routine& a, const Routine& b) {

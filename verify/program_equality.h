@@ -28,6 +28,10 @@ bool same_up_to_commutation(const ExprP& a, const ExprP& b);
 StmtP canonical_blocks(const StmtP& s);
 Routine canonical_blocks(const Routine& r);
 
+// The node declarations of `r` as one string (names, dims, precisions, flags, modes): with the
+// statement tree's pointer, a key for results computed from a routine.
+std::string declarations_signature(const Routine& r);
+
 // Empty when `a` and `b` declare the same nodes and, block structure aside, run the same
 // statements with expressions equal up to commutation; else the first difference, in words.
 std::string program_difference(const Routine& a, const Routine& b);

@@ -208,3 +208,35 @@ TEST(OnlineSoftmaxCheckerDecisions, AGradientWhoseBoundFormulaIsUnprovedIsNotBou
 
 }  // namespace
 }  // namespace fp::verify
+
+namespace fp::verify {
+namespace {
+
+// A stacked training step's fold changes a layer's O as well as its l: the next layer reads O, so
+// the l-gradient of the layer below (computed from the upstream gradient) moves by O's change too.
+// The sum's downstream plan must not charge that to l's REL (it once refuted every fold-sum but
+// the last layer's, at the routine's own sizes and on the all-sizes instance alike).
+TEST(OnlineSoftmaxCheckerDecisions, AStackedFoldsSumIsNotRefutedThroughTheNextLayersInput) {
+  AttentionSpec s;
+  s.layers = 3;
+  s.heads = 4;
+  s.sq = s.sk = 4;
+  s.d = s.e = 4;
+  s.mask = "causal";
+  s.train = true;
+  const std::vector<Task> tasks = tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=3"});
+  int sums = 0;
+  for (const Task& t : tasks) {
+    if (t.obligation.claim != "fold-sum") continue;
+    ++sums;
+    SCOPED_TRACE(t.id);
+    const Verdict v = discharge(t, options("stacked-fold-sum-" + t.id));
+    EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+    EXPECT_NE(steps_text(v).find("changed by the same rewrite under another claim"), std::string::npos)
+        << steps_text(v);
+  }
+  EXPECT_EQ(sums, 3);
+}
+
+}  // namespace
+}  // namespace fp::verify

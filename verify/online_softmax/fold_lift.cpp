@@ -1,11 +1,13 @@
 #include "verify/online_softmax/fold_lift.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -941,8 +943,40 @@ class FoldLifter : ComposedNormalizerReader {
 
 }  // namespace
 
+namespace {
+
+// The three claims of one application (and their cross-check instance) ask for the same lift: a
+// proved lift is kept per process, keyed by the statement trees (shared, so pinned by the entry),
+// the node declarations, the application and the solver limits the block-skip lemma runs under.
+struct LiftMemo {
+  std::mutex mu;
+  std::map<std::string, std::pair<std::vector<StmtP>, FoldLift>> proved;
+};
+
+LiftMemo& lift_memo() {
+  static LiftMemo memo;
+  return memo;
+}
+
+}  // namespace
+
 FoldLift lift_fold(const Routine& src, const Routine& tgt, const Application& app, const Limits& limits) {
-  return FoldLifter(canonical_blocks(src), canonical_blocks(tgt), app, limits).run();
+  const std::string key =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(src.body.get()),
+                  static_cast<const void*>(tgt.body.get()), declarations_signature(src), declarations_signature(tgt), app.shape,
+                  fmt::join(app.statements, ","), limits.rlimit, limits.timeout_s);
+  LiftMemo& memo = lift_memo();
+  {
+    std::lock_guard<std::mutex> lock(memo.mu);
+    if (auto it = memo.proved.find(key); it != memo.proved.end()) return it->second.second;
+  }
+  FoldLift lift = FoldLifter(canonical_blocks(src), canonical_blocks(tgt), app, limits).run();
+  if (lift.proved) {
+    std::lock_guard<std::mutex> lock(memo.mu);
+    if (memo.proved.size() >= 4096) memo.proved.clear();
+    memo.proved.emplace(key, std::make_pair(std::vector<StmtP>{src.body, tgt.body}, lift));
+  }
+  return lift;
 }
 
 }  // namespace fp::verify

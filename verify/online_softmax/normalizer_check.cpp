@@ -116,8 +116,6 @@ std::string fraction(double v) {
 // The wall-clock backstop of each induction query: they take 0.03–4 s on a loaded 2-core machine
 // (docs/bounds.md §5); nlsat does not honour the rlimit promptly.
 constexpr double kInductionQueryTimeoutS = 30;
-// Adversarial trials after a proof for every extent: a cross-check (a few per input family).
-constexpr int kProvedSearchTrials = 64;
 // The per-pattern reals certificate's reach when the induction is not proved.
 constexpr int kFallbackRealN = 3;
 
@@ -692,7 +690,10 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
                                      recurrence ? res.steps.back() : why_not});
 
   // Downstream nodes (verify/downstream_bounds.h), their bounds at the routine's sizes.
-  const DownstreamPlan plan = plan_downstream(src, app.statements, anchor_pos, l, nb.rel);
+  // The fold changes O too, under its own claim (fold-output): nothing computed from O is l's.
+  const std::vector<std::string> co_perturbed =
+      fold ? std::vector<std::string>{osm::fold_roles(app).o} : std::vector<std::string>{};
+  const DownstreamPlan plan = plan_downstream(src, app.statements, anchor_pos, l, nb.rel, co_perturbed);
   bi.downstream = plan.bounds;
   for (const auto& n : plan.notes) res.steps.push_back(n);
   // The concrete checks run on a small instance of the family when the recurrence holds for
@@ -719,7 +720,7 @@ BoundedCheck check_normalizer_sum(const Routine& src, const Routine& tgt, const 
           ? std::string("routine's own random inputs")
           : fmt::format("random inputs at reduced sizes ({}{})", extents_text(instance.extents), own_bound);
   const DownstreamPlan run_plan =
-      instance.extents.empty() ? plan : plan_downstream(instance.src, app.statements, anchor_pos, l, run_rel);
+      instance.extents.empty() ? plan : plan_downstream(instance.src, app.statements, anchor_pos, l, run_rel, co_perturbed);
   std::vector<std::string> watched;
   for (const auto& c : run_plan.checks) watched.push_back(c.node);
   std::vector<std::string> kept = watched;  // what the checks read: the nodes and their scales

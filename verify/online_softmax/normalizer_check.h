@@ -41,6 +41,9 @@
 
 namespace fp::verify {
 
+// Adversarial trials after a proof for every extent: a cross-check (a few per input family).
+inline constexpr int kProvedSearchTrials = 64;
+
 // The formula's certificate at one (storage, state, focus n): parts (a), (b), (c).
 struct Certificate {
   std::vector<CertificatePart> parts;

@@ -6,13 +6,21 @@
 // cross-check (verify/checkers/exact_lift.h). Without the lift, the bitwise check at the routines'
 // sizes.
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "rewrites/online_softmax/claims.h"
 #include "verify/checkers/exact_lift.h"
 #include "verify/online_softmax/checkers/checkers.h"
 #include "verify/online_softmax/fold_lift.h"
+#include "verify/program_equality.h"
 #include "verify/size_reduction.h"
 
 namespace fp::verify {
@@ -23,15 +31,46 @@ namespace fp::verify {
 // pair) or no instance is lifted.
 constexpr std::int64_t kInstanceBlock = 3;
 
-ShrunkPair fold_instance(const Task& t, const Limits& limits) {
-  if (!t.reemit_with) return ShrunkPair{t.src, t.tgt, {}};
+EmitTarget fold_instance_emit(const Task& t) {
+  if (!t.reemit_with) return nullptr;
   const osm::SumTerms* terms = osm::sum_terms(t.obligation);
   const std::int64_t block = std::min<std::int64_t>(terms && terms->block > 0 ? terms->block : kInstanceBlock,
                                                     kInstanceBlock);
   const Task::Settings settings = {{std::string(osm::kBlockKey), std::to_string(block)}};
-  return faithful_cross_check_instance(
-      t.src, t.tgt, [&](const Routine& s) { return t.reemit_with(s, settings); },
-      [&](const ShrunkPair& p) { return lift_fold(p.src, p.tgt, t.app, limits).proved; });
+  return [reemit = t.reemit_with, settings](const Routine& s) { return reemit(s, settings); };
+}
+
+ShrunkPair fold_instance(const Task& t, const Limits& limits) {
+  const EmitTarget emit = fold_instance_emit(t);
+  if (!emit) return ShrunkPair{t.src, t.tgt, {}};
+  // The application's three claims share one instance: kept per process by the pair (its trees
+  // pinned by the entry), the application and the block.
+  static std::mutex mu;
+  static std::map<std::string, std::pair<std::vector<StmtP>, ShrunkPair>> memo;
+  const osm::SumTerms* terms = osm::sum_terms(t.obligation);
+  const std::string key = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(t.src.body.get()), static_cast<const void*>(t.tgt.body.get()),
+      declarations_signature(t.src), declarations_signature(t.tgt), fmt::join(t.app.statements, ","),
+      terms ? terms->block : 0, limits.rlimit);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second.second;
+  }
+  ShrunkPair small = faithful_cross_check_instance(t.src, t.tgt, emit, [&](const ShrunkPair& p) {
+    return lift_fold(p.src, p.tgt, t.app, limits).proved;
+  });
+  std::lock_guard<std::mutex> lock(mu);
+  if (memo.size() >= 1024) memo.clear();
+  memo.emplace(key, std::make_pair(std::vector<StmtP>{t.src.body, t.tgt.body}, small));
+  return small;
+}
+
+Task fold_instance_task(const Task& t, const ShrunkPair& instance) {
+  Task out = t;
+  out.src = instance.src;
+  out.tgt = instance.tgt;
+  if (!instance.extents.empty()) out.reemit = fold_instance_emit(t);
+  return out;
 }
 
 Checker block_fold_max_lift_checker() {

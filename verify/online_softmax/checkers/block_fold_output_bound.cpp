@@ -122,8 +122,7 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
     const FoldOutputBound small_fb =
         fold_output_bound(bt.storage, bt.state, small_lift.keys, small_lift.block, o.limits.exp_ulp);
     if (!small.extents.empty() && small_lift.proved && small_fb.defined) {
-      run.src = small.src;
-      run.tgt = small.tgt;
+      run = fold_instance_task(t, small);
       run_fb = small_fb;
       run_keys = small_lift.keys;
       reduced = true;
@@ -156,8 +155,12 @@ void certify_fold_output(Verdict& v, const Task& t, const EngineOptions& o) {
   bi.parts.push_back(CertificatePart{"differential", "confirmed",
                                      fmt::format("{} (4 seeds): worst {} of the bound on {}", where,
                                                  fraction(worst[out]), out)});
-  const int trials = scaled_search_trials(runner, id.proved ? std::max(1, o.limits.search_trials / 4)
-                                                            : o.limits.search_trials);
+  // After a proof for every extent a cross-check's worth; a quarter of the budget after one at the
+  // routine's sizes; the whole budget when the recurrence is not established.
+  const int trials =
+      all_sizes ? std::max(0, cross_check_runs(runner, std::min(kProvedSearchTrials, o.limits.search_trials)) - 4)
+                : scaled_search_trials(runner, id.proved ? std::max(1, o.limits.search_trials / 4)
+                                                         : o.limits.search_trials);
   if (auto found = search_counterexample(runner, trials, o.limits.seed)) {
     v.kind = VerdictKind::Refuted;
     v.message = "outside the bound: " + found->mismatch.text();

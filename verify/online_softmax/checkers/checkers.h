@@ -24,7 +24,12 @@ Checker block_fold_output_bound_checker();
 Checker fused_backward_bound_checker();
 Checker fused_backward_dv_checker();
 
-// The small instance of a fold task's family the fold's cross-checks run on (block_fold_max_lift.cpp).
+// The small instance of a fold task's family the fold's cross-checks run on: the tier's fold of a
+// shrunk source in blocks of at most 3 (block_fold_max_lift.cpp); the emitter it uses; and the task
+// at the instance, whose re-emission is that emitter (so a case written there shrinks only to what
+// the tier emits).
 ShrunkPair fold_instance(const Task& t, const Limits& limits);
+EmitTarget fold_instance_emit(const Task& t);
+Task fold_instance_task(const Task& t, const ShrunkPair& instance);
 
 }  // namespace fp::verify

@@ -77,7 +77,8 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   v.bound = bc.bound;
   if (bc.kind == VerdictKind::Refuted && bc.counterexample) {
     // The case is of the pair at the sizes the checks ran at (a small instance after the lift).
-    Task shown = t;
+    const bool reduced = !equal(bc.case_src, t.src);
+    Task shown = terms->block > 0 && reduced ? fold_instance_task(t, ShrunkPair{bc.case_src, bc.case_tgt, {{}}}) : t;
     shown.src = bc.case_src;
     shown.tgt = bc.case_tgt;
     attach_case(v, shown, o, bc.src_run, bc.tgt_run, bc.checks, std::move(*bc.counterexample));
@@ -106,7 +107,10 @@ std::optional<DownstreamPlan> sum_plan(const Routine& src, const Application& ap
   if (app.statements.empty()) return fail("the application names no anchor statement");
   const auto anchor_pos = static_cast<std::size_t>(app.statements[0] - 1);
   if (anchor_pos >= top_level_statements(src).size()) return fail("the anchor statement is out of range");
-  return plan_downstream(src, app.statements, anchor_pos, ob.covers[0].node, nb.rel);
+  // A fold's O is its own claim's (fold-output): nothing computed from it is bounded by l's REL.
+  const std::vector<std::string> co_perturbed =
+      terms->block > 0 ? std::vector<std::string>{osm::fold_roles(app).o} : std::vector<std::string>{};
+  return plan_downstream(src, app.statements, anchor_pos, ob.covers[0].node, nb.rel, co_perturbed);
 }
 
 // The normalizer's certified REL carried through P = e / l and Σ P·v, or, where the formula has
