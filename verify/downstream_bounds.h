@@ -62,8 +62,8 @@ using UpstreamOf = std::function<Upstream(const std::string& node)>;
 
 // `anchor_pos` is the 0-based top-level position of the claim's anchor statement; statements in
 // `matched` (1-based positions of the application) are part of the match and skipped.
-// `co_perturbed`: nodes the same application also changes under other claims (a block fold's output,
-// whose bound is its own): anything computed from them is perturbed by more than REL carries, so it
+// `co_perturbed`: nodes the same application also changes under other claims (another output
+// with a bound of its own): anything computed from them is perturbed by more than REL carries, so it
 // gets no bound here (listed in the notes, not checked).
 DownstreamPlan plan_downstream(const Routine& src, const std::vector<int>& matched, std::size_t anchor_pos,
                                const std::string& l, double rel_l, const std::vector<std::string>& co_perturbed = {});
