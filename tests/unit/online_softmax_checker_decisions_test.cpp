@@ -240,3 +240,34 @@ TEST(OnlineSoftmaxCheckerDecisions, AStackedFoldsSumIsNotRefutedThroughTheNextLa
 
 }  // namespace
 }  // namespace fp::verify
+
+namespace fp::verify {
+namespace {
+
+// The fold's cross-checks run on an instance the tier re-emits only when the target is what the
+// tier emits: a target the lift covers but the tier did not write (here its numerator renamed) is
+// cross-checked at its own sizes, never through a re-emission that is not it.
+TEST(OnlineSoftmaxCheckerDecisions, ALiftedTargetTheTierDidNotEmitIsCrossCheckedAtItsOwnSizes) {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  std::string text = print_routine(t.tgt);
+  for (std::size_t at = text.find("os_block_numerator_o"); at != std::string::npos;
+       at = text.find("os_block_numerator_o", at))
+    text.replace(at, std::string("os_block_numerator_o").size(), "my_numerator");
+  t.tgt = parse_routine(text, "renamed.fp");
+  const Verdict v = discharge(t, options("fold-not-emitted"));
+  EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+  EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
+  ASSERT_TRUE(v.bound.has_value());
+  std::string differential;
+  for (const auto& p : v.bound->parts)
+    if (p.name == "differential") differential = p.detail;
+  EXPECT_EQ(differential.rfind("routine's own random inputs", 0), 0u) << differential;
+}
+
+}  // namespace
+}  // namespace fp::verify

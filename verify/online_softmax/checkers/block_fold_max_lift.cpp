@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,7 +29,7 @@ namespace fp::verify {
 // The instance the fold lifts' cross-checks run on: the tier's fold of a shrunk source, in blocks
 // of at most kInstanceBlock keys so that it has several blocks (and, at 4 or 8 keys, a tail) —
 // covered by the lift too; the routine's own sizes when the task cannot re-emit (a hand-written
-// pair) or no instance is lifted.
+// pair), its target is not what the tier emits, or no instance is lifted.
 constexpr std::int64_t kInstanceBlock = 3;
 
 EmitTarget fold_instance_emit(const Task& t) {
@@ -56,9 +57,14 @@ ShrunkPair fold_instance(const Task& t, const Limits& limits) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = memo.find(key); it != memo.end()) return it->second.second;
   }
-  ShrunkPair small = faithful_cross_check_instance(t.src, t.tgt, emit, [&](const ShrunkPair& p) {
-    return lift_fold(p.src, p.tgt, t.app, limits).proved;
-  });
+  // The instance is of the target's family only when the target is what the tier emits (a planted
+  // or hand-edited target that the lift still covers is cross-checked at its own sizes).
+  const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
+  const bool tiers = emitted && program_difference(*emitted, t.tgt).empty();
+  ShrunkPair small = !tiers ? ShrunkPair{t.src, t.tgt, {}}
+                            : faithful_cross_check_instance(t.src, t.tgt, emit, [&](const ShrunkPair& p) {
+                                return lift_fold(p.src, p.tgt, t.app, limits).proved;
+                              });
   std::lock_guard<std::mutex> lock(mu);
   if (memo.size() >= 1024) memo.clear();
   memo.emplace(key, std::make_pair(std::vector<StmtP>{t.src.body, t.tgt.body}, small));
