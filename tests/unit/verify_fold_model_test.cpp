@@ -30,6 +30,15 @@ TEST(VerifyFoldModel, ATwoLayerTrainingStepAtSeq256IsProvedForEverySize) {
     SCOPED_TRACE(v.id);
     EXPECT_TRUE(v.kind == VerdictKind::Exact || v.kind == VerdictKind::Bounded) << v.message;
     EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
+    // A bounded fold claim is cross-checked on the fold the tier emits at a small size in blocks of
+    // 3 (several blocks and a tail), against that instance's own bound.
+    if (v.kind != VerdictKind::Bounded) continue;
+    ASSERT_TRUE(v.bound.has_value());
+    std::string differential;
+    for (const auto& p : v.bound->parts)
+      if (p.name == "differential") differential = p.detail;
+    EXPECT_NE(differential.find("at reduced sizes"), std::string::npos) << differential;
+    EXPECT_NE(differential.find("b = 3)"), std::string::npos) << differential;
   }
 }
 
