@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -245,6 +246,62 @@ TEST(FoldLift, RefusesToSkipOnAMaskThatOpensAsTheKeyGrows) {
   const FoldLift lift = lift_fold(src, tgt, ts[0].app, Limits{});
   EXPECT_FALSE(lift.proved);
   EXPECT_NE(lift.why_not.find("can turn from false to true"), std::string::npos) << lift.why_not;
+}
+
+}  // namespace
+}  // namespace fp::verify
+
+namespace fp::verify {
+namespace {
+
+// A soundness oracle for the lift: two targets it proves are both the fold's recurrence over the
+// same scores, so they compute the same outputs bit for bit. Random one-token edits of the tier's
+// fold (an operator swapped, a constant or a loop bound changed, operands exchanged) that still pass
+// the checker: whenever the lift accepts one, its outputs must be the original's on random inputs.
+TEST(FoldLift, RandomEditsTheLiftAcceptsChangeNoOutput) {
+  const std::vector<FoldCase> cases = {
+      {3, 5, 2, 2, 2, "causal", Prec::F32, true},
+      {4, 7, 2, 3, 3, "padding:2", Prec::F32, false},
+      {3, 4, 2, 2, 2, "none", Prec::F16, true},
+      {4, 6, 2, 2, 4, "prefix:2", Prec::BF16, false},
+  };
+  const std::vector<std::pair<std::string, std::string>> swaps = {
+      {"add.", "sub."}, {"sub.", "add."}, {"max.", "min."}, {"mul.", "div."}, {"lt.i32", "eq.i32"},
+      {"-inf:", "0:"},  {"0:f32", "1:f32"}, {"..1 {", "..0 {"}, {"..2 {", "..1 {"}, {"-0:", "0:"},
+      {"nan:", "0:"},   {"exp.", "neg."}};
+  std::mt19937_64 rng(7);
+  int tried = 0, accepted = 0;
+  for (const FoldCase& c : cases) {
+    SCOPED_TRACE(name_of(c));
+    const std::vector<Task> ts = fold_tasks(c);
+    ASSERT_FALSE(ts.empty());
+    const std::string text = print_routine(ts[0].tgt);
+    for (int k = 0; k < 60; ++k) {
+      const auto& [from, to] = swaps[rng() % swaps.size()];
+      std::vector<std::size_t> at;
+      for (std::size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + 1)) at.push_back(p);
+      if (at.empty()) continue;
+      std::string edited_text = text;
+      const std::size_t where = at[rng() % at.size()];
+      edited_text.replace(where, from.size(), to);
+      Routine tgt;
+      try {
+        tgt = parse_routine(edited_text, "edit.fp");
+        check_routine_or_throw(tgt, "edit.fp");
+      } catch (const std::exception&) {
+        continue;  // not a well-formed program
+      }
+      ++tried;
+      const FoldLift lift = lift_fold(ts[0].src, tgt, ts[0].app, Limits{});
+      if (!lift.proved) continue;
+      ++accepted;
+      EXPECT_TRUE(same_outputs(ts[0].src, ts[0].tgt, tgt))
+          << "the lift accepted an edit that changes an output: '" << from << "' -> '" << to << "' at " << where;
+    }
+  }
+  EXPECT_GE(tried, 100);
+  RecordProperty("edits_tried", tried);
+  RecordProperty("edits_accepted", accepted);
 }
 
 }  // namespace
