@@ -384,7 +384,7 @@ PairCheck check_pair(const Routine& src, const Routine& tgt, std::vector<std::st
   if (!symbolic) {
     res.kind = VerdictKind::Unknown;
     res.reason = UnknownReason::ResourceLimit;
-    res.message = fmt::format("symbolic execution exceeded {} terms; no counterexample in {} trials", o.limits.max_terms,
+    res.message = fmt::format("{}; no counterexample in {} trials", TermLimitExceeded(o.limits.max_terms).what(),
                               scaled_search_trials(runner, o.limits.search_trials));
     return res;
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -145,12 +146,18 @@ Certificate cert_of(const nlohmann::json& j) {
 // scan's steps); and its blocks' cover of the keys (tail.*).
 std::vector<smt::InductionStep> fold_induction_steps(const smt::InductionQuery& q, Prec state,
                                                      const smt::SmtLimits& lim) {
+  // Four independent groups of queries, each query in its own Z3 context: two run beside the
+  // caller's two (the steps keep their order; each query keeps its own rlimit and backstop).
+  auto normalizer = std::async(std::launch::async, [&] { return smt::prove_normalizer_induction(q, lim); });
+  auto fold = std::async(std::launch::async, [&] { return smt::prove_fold_induction(q, lim); });
+  std::vector<smt::InductionStep> output = smt::prove_fold_output_induction(q, lim);
+  std::vector<smt::InductionStep> cover = smt::prove_block_cover(state, lim);
   std::vector<smt::InductionStep> steps;
-  for (auto& st : smt::prove_normalizer_induction(q, lim))
+  for (auto& st : normalizer.get())
     if (st.name.rfind("tgt.", 0) != 0 || st.name == "tgt.store") steps.push_back(std::move(st));
-  for (auto& st : smt::prove_fold_induction(q, lim)) steps.push_back(std::move(st));
-  for (auto& st : smt::prove_fold_output_induction(q, lim)) steps.push_back(std::move(st));
-  for (auto& st : smt::prove_block_cover(state, lim)) steps.push_back(std::move(st));
+  for (auto& st : fold.get()) steps.push_back(std::move(st));
+  for (auto& st : output) steps.push_back(std::move(st));
+  for (auto& st : cover) steps.push_back(std::move(st));
   return steps;
 }
 
