@@ -68,6 +68,19 @@ TEST(OnlineSoftmaxPairRecognition, APairThatIsNotAFoldIsUnknownWithTheReason) {
   EXPECT_NE(v.message.find("not a block fold"), std::string::npos) << v.message;
 }
 
+// A training step whose forward the user folded: the fold's claims cover O, m and l but not the
+// gradients, so the pair is not recognized (and says so) rather than bounded on part of its outputs.
+TEST(OnlineSoftmaxPairRecognition, AFoldWhoseClaimsDoNotCoverEveryOutputIsNotRecognized) {
+  AttentionSpec s = small_causal();
+  s.train = true;
+  const Task fold = tier_fold(s, 3);
+  const std::vector<Task> tasks =
+      pair_tasks(fold.src, handwritten(fold.tgt), kCertifiedClaim, "my_step.fp", "repro", Limits{});
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_NE(tasks[0].unrecognized.find("do not cover the outputs"), std::string::npos) << tasks[0].unrecognized;
+  EXPECT_NE(tasks[0].unrecognized.find("grad_q"), std::string::npos) << tasks[0].unrecognized;
+}
+
 // Every declared fold mutant that changes the output, written by hand, is refuted; its case is
 // still a fold (recognized as one at the case's sizes), never "source 1, target 0".
 TEST(OnlineSoftmaxPairRecognition, EachHandWrittenFoldMutantIsRefutedWithACaseThatIsStillAFold) {
