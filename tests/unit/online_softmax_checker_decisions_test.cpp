@@ -51,6 +51,16 @@ std::string steps_text(const Verdict& v) {
   return s;
 }
 
+// The fold-output task of a 3 × 5 causal attention folded in blocks of 2 (a tail and a skipped block).
+Task causal_fold_output() {
+  AttentionSpec s;
+  s.sq = 3;
+  s.sk = 5;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  return task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+}
+
 EngineOptions options(const std::string& tag) {
   EngineOptions o = testing::engine_options("osm-decisions-" + tag, 200);
   return o;
@@ -88,12 +98,7 @@ TEST(OnlineSoftmaxCheckerDecisions, ASumWhoseCertificateIsNotConfirmedIsNotBound
 // The fold's O stored as x - (+0): x bit for bit for every x (-0 and NaN included), so no input
 // refutes it, but not the fold's recurrence the bound is about.
 TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputThatIsNotTheFoldsRecurrenceIsNotBounded) {
-  AttentionSpec s;
-  s.sq = 3;
-  s.sk = 5;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  Task t = causal_fold_output();
   ASSERT_EQ(discharge(t, options("fold-output-ok")).kind, VerdictKind::Bounded);
   const std::string store = "div.f32(os_block_numerator_o[os_e, b, s, h], os_norm_row_sum)";
   t.tgt = edited(t.tgt, store, "sub.f32(" + store + ", 0:f32)");
@@ -108,12 +113,7 @@ TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputThatIsNotTheFoldsRecurrenceIsNotB
 // no search draws, and inside the bound even there. Only the identity stands between it and
 // *bounded*.
 TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputWrongOnARareInputIsNotBounded) {
-  AttentionSpec s;
-  s.sq = 3;
-  s.sk = 5;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  Task t = causal_fold_output();
   const std::string store = "div.f32(os_block_numerator_o[os_e, b, s, h], os_norm_row_sum)";
   t.tgt = edited(t.tgt, store,
                  "sub.f32(" + store + ", where.f32(eq.f32(os_block_numerator_o[os_e, b, s, h], 0.125:f32), "
@@ -128,12 +128,7 @@ TEST(OnlineSoftmaxCheckerDecisions, AFoldOutputWrongOnARareInputIsNotBounded) {
 // target stores O on every block from the last on: right at these sizes only, so the all-sizes lift
 // refuses it, names why, and the identity at the routine's sizes runs.)
 TEST(OnlineSoftmaxCheckerDecisions, ABudgetThatStopsTheFoldsIdentityIsNamed) {
-  AttentionSpec s;
-  s.sq = 3;
-  s.sk = 5;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  Task t = causal_fold_output();
   t.tgt = edited(t.tgt, "if eq.i32(idx.i32(os_block_t), 2:i32) {", "if lt.i32(1:i32, idx.i32(os_block_t)) {");
   EngineOptions o = options("fold-budget");
   o.limits.max_terms = 50;
@@ -176,12 +171,7 @@ Routine skipping_on_the_first_key(const Routine& fold) {
 }
 
 TEST(OnlineSoftmaxCheckerDecisions, AFoldSkippingABlockWithALiveLaterKeyIsNotItsRecurrence) {
-  AttentionSpec s;
-  s.sq = 3;
-  s.sk = 5;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  Task t = causal_fold_output();
   t.src = edited(t.src, "lt.i32(idx.i32(t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(t + 1))");
   t.tgt = skipping_on_the_first_key(t.tgt);
   const Verdict v = discharge(t, options("skip-first-key"));
@@ -206,11 +196,6 @@ TEST(OnlineSoftmaxCheckerDecisions, AGradientWhoseBoundFormulaIsUnprovedIsNotBou
   EXPECT_NE(v.message.find("the bound's formula was not proved"), std::string::npos) << v.message;
 }
 
-}  // namespace
-}  // namespace fp::verify
-
-namespace fp::verify {
-namespace {
 
 // A stacked training step's fold changes a layer's O as well as its l: the next layer reads O, so
 // the l-gradient of the layer below (computed from the upstream gradient) moves by O's change too.
@@ -238,22 +223,12 @@ TEST(OnlineSoftmaxCheckerDecisions, AStackedFoldsSumIsNotRefutedThroughTheNextLa
   EXPECT_EQ(sums, 3);
 }
 
-}  // namespace
-}  // namespace fp::verify
-
-namespace fp::verify {
-namespace {
 
 // The fold's cross-checks run on an instance the tier re-emits only when the target is what the
 // tier emits: a target the lift covers but the tier did not write (here its numerator renamed) is
 // cross-checked at its own sizes, never through a re-emission that is not it.
 TEST(OnlineSoftmaxCheckerDecisions, ALiftedTargetTheTierDidNotEmitIsCrossCheckedAtItsOwnSizes) {
-  AttentionSpec s;
-  s.sq = 3;
-  s.sk = 5;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  Task t = task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
+  Task t = causal_fold_output();
   std::string text = print_routine(t.tgt);
   for (std::size_t at = text.find("os_block_numerator_o"); at != std::string::npos;
        at = text.find("os_block_numerator_o", at))
