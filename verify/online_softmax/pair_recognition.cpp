@@ -96,6 +96,14 @@ Skeleton skeleton_of(const Routine& src, const Routine& tgt, const Application& 
   return k;
 }
 
+// `app` as the matcher makes it at the target's block (its claims' sentences name the block); `app`
+// itself when that run does not make it.
+Application at_block(const Routine& src, const Application& app, std::int64_t block) {
+  for (const Application& a : osm::rewrite(src, osm::RewriteOptions::only(osm::kBlockFoldId, block)).applications)
+    if (a.shape == app.shape && a.statements == app.statements) return a;
+  return app;
+}
+
 // The recognized pair's tasks, their bound terms at the target's key count and block.
 PairRecognition tasks_for(const Routine& src, const Routine& tgt, const Application& app, std::int64_t keys,
                           std::int64_t block) {
@@ -143,8 +151,8 @@ PairRecognition recognize(const Routine& src, const Routine& tgt, const Limits& 
                                 lift.why_not));
       continue;
     }
-    PairRecognition r = lift.proved ? tasks_for(src, tgt, app, lift.keys, lift.block)
-                                    : tasks_for(src, tgt, app, sk.keys, sk.block);
+    const std::int64_t keys = lift.proved ? lift.keys : sk.keys, block = lift.proved ? lift.block : sk.block;
+    PairRecognition r = tasks_for(src, tgt, at_block(src, app, block), keys, block);
     if (std::string missing = uncovered_outputs(src, r); !missing.empty()) {
       why.push_back(fmt::format("the target is a block fold of the attention at statement {}, but the fold's claims "
                                 "do not cover the outputs {} (a pair with other rewrites too is checked with --claim "
