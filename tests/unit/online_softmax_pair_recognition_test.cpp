@@ -52,6 +52,7 @@ TEST(OnlineSoftmaxPairRecognition, AHandWrittenFoldIsBoundedForEverySize) {
       pair_tasks(fold.src, handwritten(fold.tgt), kCertifiedClaim, "my_fold.fp", "repro", Limits{});
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].obligation.claim, "fold-output");
+  EXPECT_NE(tasks[0].obligation.description.find("blocks of 3"), std::string::npos) << tasks[0].obligation.description;
   const Verdict v = discharge(tasks[0], testing::engine_options("pair-fold"));
   EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
   EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
