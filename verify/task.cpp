@@ -151,12 +151,12 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
                       "re-running {} alone in round {} does not reproduce the application at statement {}",
                       app.shape, app.round, app.statements.empty() ? 0 : app.statements[0]);
     // What the tier emits for this source at other extents (size reduction keeps a case faithful).
-    auto reemit = [config, app](const Routine& s) { return isolated_target(s, apply_alone(s, config, app), app); };
     auto reemit_with = [config, app](const Routine& s, const Task::Settings& settings) {
       Config c = config;
       for (const auto& [name, value] : settings) c.set(name, value, "a proof's re-emission");
       return isolated_target(s, apply_alone(s, c, app), app);
     };
+    auto reemit = [reemit_with](const Routine& s) { return reemit_with(s, {}); };
     for (const Obligation& ob : app.obligations) {
       Task t;
       t.id = fmt::format("{}.{}", k, ob.claim);

@@ -22,6 +22,8 @@
 #include "rewrites/members.h"
 #include "verify/engine.h"
 #include "verify/online_softmax/fold_lift.h"
+#include "online_softmax_fixtures.h"
+#include "tensor_expect.h"
 
 namespace fp::verify {
 namespace {
@@ -74,10 +76,7 @@ TEST(FoldLift, HoldsForTheTiersFolds) {
 bool same_outputs(const Routine& src, const Routine& want, const Routine& tgt) {
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     const TensorMap in = random_inputs(src, seed);
-    const TensorMap a = interpret(want, in), b = interpret(tgt, in);
-    for (const auto& [name, t] : a)
-      for (std::int64_t i = 0; i < t.size(); ++i)
-        if (!same_value(t.data[i], b.at(name).data[i])) return false;
+    if (!fp::testing::bitwise_equal(interpret(want, in), interpret(tgt, in))) return false;
   }
   return true;
 }
@@ -172,13 +171,6 @@ TEST(FoldLift, RefusesATargetRightOnlyAtTheGivenSizes) {
 }
 
 
-// Every occurrence of `from` in `text` replaced by `to`.
-std::string replaced_all(std::string text, const std::string& from, const std::string& to) {
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
-  return text;
-}
-
 // A user's own fold: every node, loop and local renamed, the contraction's and the numerator's
 // operands commuted, its own block size. IEEE + and · commute exactly, so it is the same fold.
 TEST(FoldLift, LiftsAHandWrittenFoldWithItsOwnNamesAndOperandOrder) {
@@ -190,11 +182,11 @@ TEST(FoldLift, LiftsAHandWrittenFoldWithItsOwnNamesAndOperandOrder) {
                           "s, h], v[b, 3*os_block_t + os_key_t, h, os_e]))";
   ASSERT_NE(text.find(dot), std::string::npos);
   ASSERT_NE(text.find(acc), std::string::npos);
-  text = replaced_all(text, dot, "mul.f32(k[b, 3*os_block_t + os_key_t, h, os_d], os_block_rows_q[os_d, b, s, h])");
-  text = replaced_all(text, acc,
+  text = ostest::replaced_all(text, dot, "mul.f32(k[b, 3*os_block_t + os_key_t, h, os_d], os_block_rows_q[os_d, b, s, h])");
+  text = ostest::replaced_all(text, acc,
                       "add.f32(mul.f32(v[b, 3*os_block_t + os_key_t, h, os_e], os_block_scores_masked[os_key_t, b, s, "
                       "h]), os_block_numerator_o[os_e, b, s, h])");
-  text = replaced_all(text, "os_", "mine_");
+  text = ostest::replaced_all(text, "os_", "mine_");
   const Routine tgt = parse_routine(text, "my_fold.fp");
   ASSERT_TRUE(same_outputs(ts[0].src, ts[0].tgt, tgt));
   const FoldLift lift = lift_fold(ts[0].src, tgt, ts[0].app, Limits{});
@@ -239,9 +231,9 @@ TEST(FoldLift, RefusesToSkipOnAMaskThatOpensAsTheKeyGrows) {
   ASSERT_FALSE(ts.empty());
   const Routine src = edited(ts[0].src, {{"lt.i32(idx.i32(t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(t))"}});
   std::string text = print_routine(ts[0].tgt);
-  text = replaced_all(text, "lt.i32(idx.i32(2*os_block_t + os_key_t), idx.i32(s + 3))",
+  text = ostest::replaced_all(text, "lt.i32(idx.i32(2*os_block_t + os_key_t), idx.i32(s + 3))",
                       "lt.i32(idx.i32(s), idx.i32(2*os_block_t + os_key_t))");
-  text = replaced_all(text, "lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(2*os_block_t))");
+  text = ostest::replaced_all(text, "lt.i32(idx.i32(2*os_block_t), idx.i32(s + 3))", "lt.i32(idx.i32(s), idx.i32(2*os_block_t))");
   const Routine tgt = parse_routine(text, "anti_causal_fold.fp");
   const FoldLift lift = lift_fold(src, tgt, ts[0].app, Limits{});
   EXPECT_FALSE(lift.proved);

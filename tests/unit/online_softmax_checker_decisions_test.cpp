@@ -229,11 +229,7 @@ TEST(OnlineSoftmaxCheckerDecisions, AStackedFoldsSumIsNotRefutedThroughTheNextLa
 // cross-checked at its own sizes, never through a re-emission that is not it.
 TEST(OnlineSoftmaxCheckerDecisions, ALiftedTargetTheTierDidNotEmitIsCrossCheckedAtItsOwnSizes) {
   Task t = causal_fold_output();
-  std::string text = print_routine(t.tgt);
-  for (std::size_t at = text.find("os_block_numerator_o"); at != std::string::npos;
-       at = text.find("os_block_numerator_o", at))
-    text.replace(at, std::string("os_block_numerator_o").size(), "my_numerator");
-  t.tgt = parse_routine(text, "renamed.fp");
+  t.tgt = edited(t.tgt, "os_block_numerator_o", "my_numerator");
   const Verdict v = discharge(t, options("fold-not-emitted"));
   EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
   EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;

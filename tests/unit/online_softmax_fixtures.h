@@ -38,6 +38,13 @@ inline std::string lit_path(const std::string& file) {
   return std::string(FLASHPROOF_SOURCE_DIR) + "/tests/lit/online_softmax/" + file;
 }
 
+// Every occurrence of `from` in `text` replaced by `to`.
+inline std::string replaced_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
 // A routine of tests/lit/online_softmax/, parsed and checked.
 inline Routine lit_routine(const std::string& file) {
   return parse_checked(read_text_file(lit_path(file)), file);

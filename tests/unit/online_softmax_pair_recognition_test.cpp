@@ -16,6 +16,7 @@
 #include "rewrites/config.h"
 #include "rewrites/members.h"
 #include "verify/engine.h"
+#include "online_softmax_fixtures.h"
 #include "verify_fixtures.h"
 
 namespace fp::verify {
@@ -41,9 +42,7 @@ Task tier_fold(const AttentionSpec& s, int block) {
 
 // `r` as a user writes it: every name of the tier's own (os_...) renamed.
 Routine handwritten(const Routine& r) {
-  std::string text = print_routine(r);
-  for (std::size_t at = text.find("os_"); at != std::string::npos; at = text.find("os_", at)) text.replace(at, 3, "my_");
-  return parse_routine(text, "my_fold.fp");
+  return parse_routine(ostest::replaced_all(print_routine(r), "os_", "my_"), "my_fold.fp");
 }
 
 TEST(OnlineSoftmaxPairRecognition, AHandWrittenFoldIsBoundedForEverySize) {

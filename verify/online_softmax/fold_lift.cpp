@@ -7,7 +7,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -21,6 +20,7 @@
 #include "verify/online_softmax/lift_support.h"
 #include "verify/phase_clock.h"
 #include "verify/program_equality.h"
+#include "verify/routine_pair_memo.h"
 
 namespace fp::verify {
 
@@ -943,39 +943,16 @@ class FoldLifter : ComposedNormalizerReader {
 
 }  // namespace
 
-namespace {
-
 // The three claims of one application (and their cross-check instance) ask for the same lift: a
-// proved lift is kept per process, keyed by the statement trees (shared, so pinned by the entry),
-// the node declarations, the application and the solver limits the block-skip lemma runs under.
-struct LiftMemo {
-  std::mutex mu;
-  std::map<std::string, std::pair<std::vector<StmtP>, FoldLift>> proved;
-};
-
-LiftMemo& lift_memo() {
-  static LiftMemo memo;
-  return memo;
-}
-
-}  // namespace
-
+// proved one is kept per process, for the application and the solver limits the block-skip lemma
+// runs under.
 FoldLift lift_fold(const Routine& src, const Routine& tgt, const Application& app, const Limits& limits) {
+  static RoutinePairMemo<FoldLift> proved(4096);
   const std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(src.body.get()),
-                  static_cast<const void*>(tgt.body.get()), declarations_signature(src), declarations_signature(tgt), app.shape,
-                  fmt::join(app.statements, ","), limits.rlimit, limits.timeout_s);
-  LiftMemo& memo = lift_memo();
-  {
-    std::lock_guard<std::mutex> lock(memo.mu);
-    if (auto it = memo.proved.find(key); it != memo.proved.end()) return it->second.second;
-  }
+      fmt::format("{}|{}|{}|{}", app.shape, fmt::join(app.statements, ","), limits.rlimit, limits.timeout_s);
+  if (std::optional<FoldLift> known = proved.find(src, tgt, key)) return *known;
   FoldLift lift = FoldLifter(canonical_blocks(src), canonical_blocks(tgt), app, limits).run();
-  if (lift.proved) {
-    std::lock_guard<std::mutex> lock(memo.mu);
-    if (memo.proved.size() >= 4096) memo.proved.clear();
-    memo.proved.emplace(key, std::make_pair(std::vector<StmtP>{src.body, tgt.body}, lift));
-  }
+  if (lift.proved) proved.put(src, tgt, key, lift);
   return lift;
 }
 

@@ -104,11 +104,11 @@ Application at_block(const Routine& src, const Application& app, std::int64_t bl
   return app;
 }
 
-// The recognized pair's tasks, their bound terms at the target's key count and block.
+// The recognized pair's tasks, their bound terms at the target's key count and block; `whole` the
+// pair's skeleton, which a case's resized pairs must keep.
 PairRecognition tasks_for(const Routine& src, const Routine& tgt, const Application& app, std::int64_t keys,
-                          std::int64_t block) {
+                          std::int64_t block, const Skeleton& whole) {
   PairRecognition r;
-  const Skeleton whole = skeleton_of(src, tgt, app);
   for (Obligation ob : app.obligations) {
     if (const osm::SumTerms* terms = osm::sum_terms(ob))
       ob.bound = std::make_shared<osm::SumTerms>(keys, terms->storage, terms->state, block);
@@ -152,7 +152,7 @@ PairRecognition recognize(const Routine& src, const Routine& tgt, const Limits& 
       continue;
     }
     const std::int64_t keys = lift.proved ? lift.keys : sk.keys, block = lift.proved ? lift.block : sk.block;
-    PairRecognition r = tasks_for(src, tgt, at_block(src, app, block), keys, block);
+    PairRecognition r = tasks_for(src, tgt, at_block(src, app, block), keys, block, sk);
     if (std::string missing = uncovered_outputs(src, r); !missing.empty()) {
       why.push_back(fmt::format("the target is a block fold of the attention at statement {}, but the fold's claims "
                                 "do not cover the outputs {} (a pair with other rewrites too is checked with --claim "

@@ -10,8 +10,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,6 +20,7 @@
 #include "verify/online_softmax/checkers/checkers.h"
 #include "verify/online_softmax/fold_lift.h"
 #include "verify/program_equality.h"
+#include "verify/routine_pair_memo.h"
 #include "verify/size_reduction.h"
 
 namespace fp::verify {
@@ -44,19 +43,13 @@ EmitTarget fold_instance_emit(const Task& t) {
 ShrunkPair fold_instance(const Task& t, const Limits& limits) {
   const EmitTarget emit = fold_instance_emit(t);
   if (!emit) return ShrunkPair{t.src, t.tgt, {}};
-  // The application's three claims share one instance: kept per process by the pair (its trees
-  // pinned by the entry), the application and the block.
-  static std::mutex mu;
-  static std::map<std::string, std::pair<std::vector<StmtP>, ShrunkPair>> memo;
+  // The application's three claims share one instance, kept per process for the application and
+  // the block.
+  static RoutinePairMemo<ShrunkPair> memo(1024);
   const osm::SumTerms* terms = osm::sum_terms(t.obligation);
-  const std::string key = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(t.src.body.get()), static_cast<const void*>(t.tgt.body.get()),
-      declarations_signature(t.src), declarations_signature(t.tgt), fmt::join(t.app.statements, ","),
-      terms ? terms->block : 0, limits.rlimit);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second.second;
-  }
+  const std::string key =
+      fmt::format("{}|{}|{}", fmt::join(t.app.statements, ","), terms ? terms->block : 0, limits.rlimit);
+  if (std::optional<ShrunkPair> known = memo.find(t.src, t.tgt, key)) return *known;
   // The instance is of the target's family only when the target is what the tier emits (a planted
   // or hand-edited target that the lift still covers is cross-checked at its own sizes).
   const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
@@ -65,9 +58,7 @@ ShrunkPair fold_instance(const Task& t, const Limits& limits) {
                             : faithful_cross_check_instance(t.src, t.tgt, emit, [&](const ShrunkPair& p) {
                                 return lift_fold(p.src, p.tgt, t.app, limits).proved;
                               });
-  std::lock_guard<std::mutex> lock(mu);
-  if (memo.size() >= 1024) memo.clear();
-  memo.emplace(key, std::make_pair(std::vector<StmtP>{t.src.body, t.tgt.body}, small));
+  memo.put(t.src, t.tgt, key, small);
   return small;
 }
 
