@@ -33,6 +33,7 @@
 #include "verify/online_softmax/fused_backward_diff_plan.h"
 #include "verify/online_softmax/fused_backward_identity.h"
 #include "verify/online_softmax/smt/queries.h"
+#include "verify/phase_clock.h"
 #include "verify/search.h"
 
 namespace fp::verify {
@@ -102,8 +103,10 @@ void check_shadows(Verdict& v, const Task& t, const EngineOptions& o, const std:
     checks.push_back(c);
   }
   PairRunner runner(src, tgt, checks);
+  ScopedPhase phase("f64 shadows");
   std::map<std::string, double> worst;
   for (int k = 0; k < kShadowSeeds; ++k) {
+    check_deadline("f64 shadows");
     TensorMap in = random_inputs(src, o.limits.seed + static_cast<std::uint64_t>(k));
     if (auto m = runner.run(in, &worst)) {
       v.kind = VerdictKind::Refuted;
