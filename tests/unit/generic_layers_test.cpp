@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "rewrites/members.h"
 #include "rewrites/toy_double_negation/toy_double_negation.h"
 #include "verify/checkers.h"
@@ -107,7 +109,8 @@ struct MemberPattern {
   std::regex names;
 };
 
-std::vector<Hit> names_outside_rooms(const std::vector<const Member*>& members) {
+// Every source file under `root`'s layer folders that names a member outside its rooms.
+std::vector<Hit> names_outside_rooms(const fs::path& root, const std::vector<const Member*>& members) {
   std::vector<MemberPattern> patterns;
   std::vector<std::string> rooms;
   for (const Member* m : members) {
@@ -122,10 +125,11 @@ std::vector<Hit> names_outside_rooms(const std::vector<const Member*>& members) 
     rooms.push_back("verify/" + room_of(*m) + "/");
   }
   std::vector<Hit> hits;
-  for (const char* layer : kLayers)
-    for (const auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
+  for (const char* layer : kLayers) {
+    if (!fs::is_directory(root / layer)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / layer)) {
       if (!e.is_regular_file() || !is_source(e.path())) continue;
-      const std::string rel = fs::relative(e.path(), kRoot).generic_string();
+      const std::string rel = fs::relative(e.path(), root).generic_string();
       if (std::any_of(rooms.begin(), rooms.end(), [&](const std::string& r) { return rel.rfind(r, 0) == 0; }))
         continue;
       const bool registration = std::find(std::begin(kRegistrations), std::end(kRegistrations), rel) !=
@@ -146,6 +150,7 @@ std::vector<Hit> names_outside_rooms(const std::vector<const Member*>& members) 
         }
       }
     }
+  }
   return hits;
 }
 
@@ -159,20 +164,22 @@ TEST(GenericLayers, NameNoMemberShapeClaimCheckerOrKeyOutsideTheMembersRooms) {
   ScopedMemberRegistration toy(toy_double_negation_member());
   const std::vector<const Member*> members = every_member();
   ASSERT_GE(members.size(), 2u);
-  for (const Hit& h : names_outside_rooms(members))
+  for (const Hit& h : names_outside_rooms(kRoot, members))
     ADD_FAILURE() << h.file << ":" << h.number << " names " << h.member << ": " << h.line;
 }
 
-// The test itself can fail: a generic file that names a member is caught.
+// The test itself can fail: a generic file that names a member is caught. The file is planted in
+// a tree of its own, never in the sources (the scan above runs beside this test under ctest -j).
 TEST(GenericLayers, TheScanCatchesAMemberNamedInAGenericFile) {
   ScopedMemberRegistration toy(toy_double_negation_member());
-  const fs::path planted = kRoot / "verify" / "planted_name_for_test.h";
+  const fs::path root = fs::temp_directory_path() / ("flashproof-planted-" + std::to_string(::getpid()));
+  fs::create_directories(root / "verify");
   {
-    std::ofstream out(planted);
+    std::ofstream out(root / "verify" / "planted_name_for_test.h");
     out << "// reads the toy-double-negation.strip shape's claim\n";
   }
-  const std::vector<Hit> hits = names_outside_rooms(every_member());
-  fs::remove(planted);
+  const std::vector<Hit> hits = names_outside_rooms(root, every_member());
+  fs::remove_all(root);
   ASSERT_EQ(hits.size(), 1u);
   EXPECT_EQ(hits[0].file, "verify/planted_name_for_test.h");
   EXPECT_EQ(hits[0].member, "toy-double-negation");
