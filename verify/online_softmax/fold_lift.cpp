@@ -28,70 +28,8 @@ namespace {
 
 using namespace lift;
 
-// ---- comparing what the target holds with what the fold must be --------------------------------
-
-// Structural equality up to the order of an index's terms and of the operands of add and mul (IEEE
-// addition and multiplication commute exactly): verify/program_equality.h.
-bool same(const ExprP& a, const ExprP& b) {
-  return same_up_to_commutation(a, b);
-}
-
-// `e` with its loop symbols replaced by `by`.
-ExprP substituted(const ExprP& e, const std::map<std::string, Index>& by,
-                  const std::function<ExprP(const Expr&, const std::vector<Index>&)>& read = nullptr) {
-  switch (e->kind) {
-    case ExprKind::Get: {
-      std::vector<Index> idx;
-      for (const Index& i : e->indices) idx.push_back(i.substituted(by));
-      if (read)
-        if (ExprP r = read(*e, idx)) return r;
-      return get(e->name, std::move(idx), e->prec);
-    }
-    case ExprKind::EmbedIndex:
-      return embed_index(e->indices[0].substituted(by), e->prec);
-    case ExprKind::GetLocal:
-    case ExprKind::Const:
-      return e;
-    case ExprKind::Unary:
-      return unary(e->unop(), substituted(e->args[0], by, read), e->prec);
-    case ExprKind::Binary:
-      return binary(e->binop(), substituted(e->args[0], by, read), substituted(e->args[1], by, read), e->prec);
-    case ExprKind::Ternary:
-      return ternary(e->ternop(), substituted(e->args[0], by, read), substituted(e->args[1], by, read),
-                     substituted(e->args[2], by, read), e->prec);
-  }
-  return e;
-}
-
-// A statement `name := value` (a local) or `name[idx] = value` (a node), compared with `same`.
-void require_set_local(const StmtP& s, const std::string& local, const ExprP& value, const std::string& what) {
-  require(s && s->kind == StmtKind::SetLocal && s->name == local && same(s->value, value),
-          fmt::format("the fold's {} is not what the fold computes", what));
-}
-void require_set(const Stmt* s, const std::string& node, const std::vector<Index>& idx, const ExprP& value,
-                 const std::string& what) {
-  require(s && s->kind == StmtKind::Set && s->name == node && same_indices(s->indices, idx) && same(s->value, value),
-          fmt::format("the fold's {} is not what the fold computes", what));
-}
-
-// `for sym in from..to { one statement }`: the statement, with the loop checked.
-const Stmt* under_loop(const StmtP& s, const std::string& sym, std::int64_t from, std::int64_t to, const std::string& what) {
-  require(s && s->kind == StmtKind::For && s->sym == sym && s->from == from && s->to == to && s->body.size() == 1,
-          fmt::format("the fold's {} is not one statement under `for {} in {}..{}`", what, sym, from, to));
-  return s->body[0].get();
-}
-
-// The loops of a nest, outermost first, and the statement they hold.
-const Stmt* under_loops(const StmtP& s, const std::vector<Loop>& loops, const std::string& what) {
-  const Stmt* st = s.get();
-  for (const Loop& l : loops) {
-    require(st->kind == StmtKind::For && st->sym == l.sym && st->from == l.from && st->to == l.to &&
-                st->body.size() == 1,
-            fmt::format("the fold's {} is not under the loops it must run over ({})", what, l.sym));
-    st = st->body[0].get();
-  }
-  return st;
-}
+// What the target holds is compared with what the fold must be by lift::Expect (lift_support.h).
+const Expect kFold{"the fold"};
 
 // ---- the source's value pass and score chain ---------------------------------------------------
 
@@ -473,7 +411,7 @@ class FoldLifter : ComposedNormalizerReader {
   // ---- the fold nest -----------------------------------------------------------------------------
 
   void fold_nest() {
-    const Stmt* body = under_loops(T_[fold_pos_], rows_, "row loops");
+    const Stmt* body = kFold.under_loops(T_[fold_pos_], rows_, "row loops");
     require(body->kind == StmtKind::Seq && !body->body.empty(), "the fold's row body is not a sequence");
     const std::vector<StmtP>& R = body->body;
     for (const Loop& r : rows_) row_idx_.push_back(Index::iter(r.sym));
@@ -514,7 +452,7 @@ class FoldLifter : ComposedNormalizerReader {
       if (axis != t_axis_) by[sym] = row_index_of_x_axis(axis);
     q_cell_of_ = cell.canonical();
     const ExprP a = s_product()->args[static_cast<std::size_t>(row_factor_)];
-    require_set(st, q_tile_, tile_idx(q_cell_of_), substituted(a, by), "row operand copy");
+    kFold.set(st, q_tile_, tile_idx(q_cell_of_), substituted(a, by), "row operand copy");
     require(node_of(tgt_, q_tile_).prec == a->prec, "the row operand's copy is not at its precision");
   }
 
@@ -545,7 +483,7 @@ class FoldLifter : ComposedNormalizerReader {
     up_tile_ = node_of(tgt_, u_tile_).prec;
     require(up_tile_ == ((q_ == Prec::F64 || state_prec(up_) == Prec::F64) ? Prec::F64 : Prec::F32),
             "the numerator tile is not at the wider of the state precisions");
-    require_set(st, u_tile_, tile_idx(u_cell_), constant(0.0, up_tile_), "numerator clearing");
+    kFold.set(st, u_tile_, tile_idx(u_cell_), constant(0.0, up_tile_), "numerator clearing");
     value_loops_target_ = loops;
   }
 
@@ -557,7 +495,7 @@ class FoldLifter : ComposedNormalizerReader {
     require(st->kind == StmtKind::Set, "the score tile's clearing is not a store");
     t_tile_ = st->name;
     require(node_of(tgt_, t_tile_).prec == q_, "the score tile is not at the state precision");
-    require_set(st, t_tile_, tile_idx(Index::iter(j_)), constant(0.0, q_), "score tile clearing");
+    kFold.set(st, t_tile_, tile_idx(Index::iter(j_)), constant(0.0, q_), "score tile clearing");
   }
 
   void scan(const StmtP& s) {
@@ -603,7 +541,7 @@ class FoldLifter : ComposedNormalizerReader {
   }
   // A statement over the block's keys.
   const Stmt* over_keys(const StmtP& s, const std::string& what) const {
-    return under_loop(s, j_, 0, bk_ - 1, what);
+    return kFold.under_loop(s, j_, 0, bk_ - 1, what);
   }
   // The tail guard `bk·tb + j < sk` around one statement or a sequence, or nothing without a tail.
   std::vector<StmtP> guarded_body(const Stmt* s, const std::string& what) const {
@@ -619,29 +557,29 @@ class FoldLifter : ComposedNormalizerReader {
   void computed_block(const std::vector<StmtP>& B, std::size_t& k, bool inside_skip) {
     block_scores(B, k);
     if (!inside_skip) rmax_ = declared(B, k, "block max");
-    require_set_local(B.at(k++), rmax_, L(mp_), "block max's start");
-    require_set_local(over_keys_local(B.at(k++), "block max"), rmax_, binary(BinOp::Max, L(rmax_), tile_cell(), q_),
+    kFold.set_local(B.at(k++), rmax_, L(mp_), "block max's start");
+    kFold.set_local(over_keys_local(B.at(k++), "block max"), rmax_, binary(BinOp::Max, L(rmax_), tile_cell(), q_),
                       "block max");
     ExprP max_now = L(rmax_);
     if (!inside_skip) {
-      require_set_local(B.at(k++), mn_, L(rmax_), "new max");
+      kFold.set_local(B.at(k++), mn_, L(rmax_), "new max");
       max_now = L(mn_);
     }
     if (!inside_skip) fl_ = declared(B, k, "floor");
-    require_set_local(B.at(k++), fl_, floor_of(max_now), "floor");
+    kFold.set_local(B.at(k++), fl_, floor_of(max_now), "floor");
     if (!inside_skip) alpha_ = declared(B, k, "rescale");
-    require_set_local(B.at(k++), alpha_, rescale(fl_), "rescale");
-    require_set(over_keys(B.at(k++), "exponentials"), t_tile_, tile_idx(Index::iter(j_)),
+    kFold.set_local(B.at(k++), alpha_, rescale(fl_), "rescale");
+    kFold.set(over_keys(B.at(k++), "exponentials"), t_tile_, tile_idx(Index::iter(j_)),
                 unary(UnOp::Exp, binary(BinOp::Sub, tile_cell(), L(fl_), q_), q_), "exponentials");
     if (!inside_skip) rs_ = declared(B, k, "block sum");
-    require_set_local(B.at(k++), rs_, constant(0.0, q_), "block sum's start");
-    require_set_local(over_keys_local(B.at(k++), "block sum"), rs_, binary(BinOp::Add, L(rs_), tile_cell(), q_),
+    kFold.set_local(B.at(k++), rs_, constant(0.0, q_), "block sum's start");
+    kFold.set_local(over_keys_local(B.at(k++), "block sum"), rs_, binary(BinOp::Add, L(rs_), tile_cell(), q_),
                       "block sum");
     const ExprP next = binary(BinOp::Add, binary(BinOp::Mul, L(lp_), L(alpha_), q_), L(rs_), q_);
-    require_set_local(B.at(k++), inside_skip ? lsum_ : ln_, next, "new sum");
+    kFold.set_local(B.at(k++), inside_skip ? lsum_ : ln_, next, "new sum");
     if (!inside_skip) {
       norm_ = declared(B, k, "norm");
-      require_set_local(B.at(k++), norm_, norm_value(), "norm");
+      kFold.set_local(B.at(k++), norm_, norm_value(), "norm");
     }
     numerator(B, k);
   }
@@ -657,7 +595,7 @@ class FoldLifter : ComposedNormalizerReader {
   void block_scores(const std::vector<StmtP>& B, std::size_t& k) {
     std::vector<StmtP> steps;
     if (tail_) {
-      require_set(over_keys(B.at(k++), "padding"), t_tile_, tile_idx(Index::iter(j_)), constant(-INFINITY, q_),
+      kFold.set(over_keys(B.at(k++), "padding"), t_tile_, tile_idx(Index::iter(j_)), constant(-INFINITY, q_),
                   "padding");
       const Stmt* per_key = over_keys(B.at(k++), "block scores");
       steps = guarded_body(per_key, "block scores");
@@ -669,10 +607,10 @@ class FoldLifter : ComposedNormalizerReader {
         steps.push_back(std::shared_ptr<const Stmt>(st, [](const Stmt*) {}));
       }
     }
-    require_set(steps[0].get(), t_tile_, tile_idx(Index::iter(j_)), constant(0.0, node_of(src_, s_).prec),
+    kFold.set(steps[0].get(), t_tile_, tile_idx(Index::iter(j_)), constant(0.0, node_of(src_, s_).prec),
                 "block score's start");
     tile_contraction(steps[1]);
-    if (!chain_.empty()) require_set(steps[2].get(), t_tile_, tile_idx(Index::iter(j_)), chain_value(), "score chain");
+    if (!chain_.empty()) kFold.set(steps[2].get(), t_tile_, tile_idx(Index::iter(j_)), chain_value(), "score chain");
   }
 
   // The fold's index of each axis of the scores: the row symbols and the key bk·tb + j.
@@ -700,7 +638,7 @@ class FoldLifter : ComposedNormalizerReader {
     }
     const ExprP expected =
         binary(BinOp::Add, tile_cell_at(node_of(src_, s_).prec), binary(BinOp::Mul, a, b, prod->prec), s_store_->value->prec);
-    require_set(st, t_tile_, tile_idx(Index::iter(j_)), expected, "block contraction");
+    kFold.set(st, t_tile_, tile_idx(Index::iter(j_)), expected, "block contraction");
   }
   ExprP tile_cell_at(Prec) const { return tile_cell(); }
 
@@ -724,13 +662,13 @@ class FoldLifter : ComposedNormalizerReader {
   // U = U·α over the value loops; U += T·v over the values and keys (tail-guarded).
   void numerator(const std::vector<StmtP>& B, std::size_t& k) {
     const ExprP u = get(u_tile_, tile_idx(u_cell_), up_tile_);
-    require_set(under_loops(B.at(k++), value_loops_target_, "numerator rescale"), u_tile_, tile_idx(u_cell_),
+    kFold.set(kFold.under_loops(B.at(k++), value_loops_target_, "numerator rescale"), u_tile_, tile_idx(u_cell_),
                 binary(BinOp::Mul, u, L(alpha_), up_tile_), "numerator rescale");
-    const Stmt* acc = under_loops(B.at(k++), value_loops_target_, "numerator");
-    const Stmt* per_key = under_loop(std::shared_ptr<const Stmt>(acc, [](const Stmt*) {}), j_, 0, bk_ - 1, "numerator");
+    const Stmt* acc = kFold.under_loops(B.at(k++), value_loops_target_, "numerator");
+    const Stmt* per_key = kFold.under_loop(std::shared_ptr<const Stmt>(acc, [](const Stmt*) {}), j_, 0, bk_ - 1, "numerator");
     const std::vector<StmtP> g = guarded_body(per_key, "numerator");
     require(g.size() == 1, "the numerator's accumulation is not one store");
-    require_set(g[0].get(), u_tile_, tile_idx(u_cell_), binary(BinOp::Add, u, binary(BinOp::Mul, tile_cell(), v_at_fold(), up_tile_), up_tile_),
+    kFold.set(g[0].get(), u_tile_, tile_idx(u_cell_), binary(BinOp::Add, u, binary(BinOp::Mul, tile_cell(), v_at_fold(), up_tile_), up_tile_),
                 "numerator accumulation");
   }
   // v read at the fold's key and value cells.
@@ -761,10 +699,10 @@ class FoldLifter : ComposedNormalizerReader {
                 same(skipped->value, binary(BinOp::Eq, live_, constant(0.0, Prec::I32), Prec::I32)),
             "the fold's skipped block is not guarded by `live == 0`");
     skipped_block(skipped->body);
-    require_set_local(B.at(k++), mn_, L(rmax_), "new max");
-    require_set_local(B.at(k++), ln_, L(lsum_), "new sum");
+    kFold.set_local(B.at(k++), mn_, L(rmax_), "new max");
+    kFold.set_local(B.at(k++), ln_, L(lsum_), "new sum");
     norm_ = declared(B, k, "norm");
-    require_set_local(B.at(k++), norm_, norm_value(), "norm");
+    kFold.set_local(B.at(k++), norm_, norm_value(), "norm");
     skips_ = true;
   }
 
@@ -787,41 +725,23 @@ class FoldLifter : ComposedNormalizerReader {
     first[key_sym] = Index{{Index::Term{bk_, tb_}}, 0}.canonical();
     return substituted(x->args[0], first);
   }
-  static std::int64_t key_coef(const ExprP& e, const std::string& key) {
-    if (e->kind != ExprKind::EmbedIndex) return 0;
-    std::int64_t c = 0;
-    for (const auto& t : e->indices[0].canonical().terms)
-      if (t.sym == key) c += t.coef;
-    return c;
-  }
   static bool falls_with_key(const ExprP& e, const std::string& key) {
-    if (!e || e->prec != Prec::I32 || e->kind != ExprKind::Binary) return false;
-    auto leaf = [](const ExprP& a) {
-      return a->prec == Prec::I32 && (a->kind == ExprKind::EmbedIndex || a->kind == ExprKind::Const);
-    };
-    switch (e->binop()) {
-      case BinOp::Lt:  // a < b: a grows no slower than b with the key
-        return leaf(e->args[0]) && leaf(e->args[1]) && key_coef(e->args[0], key) - key_coef(e->args[1], key) >= 0;
-      case BinOp::Max:
-      case BinOp::Min:
-        return falls_with_key(e->args[0], key) && falls_with_key(e->args[1], key);
-      default:
-        return false;
-    }
+    const int d = predicate_direction(e, key);
+    return d == -1 || d == 0;
   }
 
   void skipped_block(const std::vector<StmtP>& B) {
     require(B.size() == 6, "the skipped block is not six statements");
-    require_set_local(B[0], rmax_, L(mp_), "skipped block's max");
-    require_set_local(B[1], fl_, floor_of(L(rmax_)), "skipped block's floor");
-    require_set_local(B[2], alpha_, rescale(fl_), "skipped block's rescale");
-    require_set_local(B[3], rs_,
+    kFold.set_local(B[0], rmax_, L(mp_), "skipped block's max");
+    kFold.set_local(B[1], fl_, floor_of(L(rmax_)), "skipped block's floor");
+    kFold.set_local(B[2], alpha_, rescale(fl_), "skipped block's rescale");
+    kFold.set_local(B[3], rs_,
                       binary(BinOp::Add, constant(0.0, q_),
                              unary(UnOp::Exp, binary(BinOp::Sub, constant(-INFINITY, q_), L(fl_), q_), q_), q_),
                       "skipped block's sum");
-    require_set_local(B[4], lsum_, binary(BinOp::Add, binary(BinOp::Mul, L(lp_), L(alpha_), q_), L(rs_), q_),
+    kFold.set_local(B[4], lsum_, binary(BinOp::Add, binary(BinOp::Mul, L(lp_), L(alpha_), q_), L(rs_), q_),
                       "skipped block's next sum");
-    const Stmt* st = under_loops(B[5], value_loops_target_, "skipped numerator");
+    const Stmt* st = kFold.under_loops(B[5], value_loops_target_, "skipped numerator");
     require(st->kind == StmtKind::Set && st->name == u_tile_ && st->value->kind == ExprKind::Binary &&
                 st->value->binop() == BinOp::Add,
             "the skipped block's numerator is not U·α + Z");
@@ -834,7 +754,7 @@ class FoldLifter : ComposedNormalizerReader {
     z_idx_ = {Index::iter(tb_), u_cell_};
     for (const Loop& r : rows_)
       if (reads_row(r.sym)) z_rows_.push_back(r), z_idx_.push_back(Index::iter(r.sym));
-    require_set(st, u_tile_, tile_idx(u_cell_),
+    kFold.set(st, u_tile_, tile_idx(u_cell_),
                 binary(BinOp::Add, binary(BinOp::Mul, get(u_tile_, tile_idx(u_cell_), up_tile_), L(alpha_), up_tile_),
                        get(z_node_, z_idx_, up_tile_), up_tile_),
                 "skipped block's numerator");
@@ -852,13 +772,13 @@ class FoldLifter : ComposedNormalizerReader {
     std::vector<Loop> outer = z_rows_;
     outer.push_back(Loop{tb_, 0, nkb_ - 1});
     for (std::size_t c = 0; c < value_loops_target_.size(); ++c) outer.push_back(value_loops_target_[c]);
-    const Stmt* body = under_loops(T_[z_pos_], outer, "zero sums");
+    const Stmt* body = kFold.under_loops(T_[z_pos_], outer, "zero sums");
     require(body->kind == StmtKind::Seq && body->body.size() == 2, "the zero sums' body is not [Z = -0, the sum]");
-    require_set(body->body[0].get(), z_node_, z_idx_, constant(-0.0, up_tile_), "zero sum's start");
-    const Stmt* per_key = under_loop(body->body[1], j_, 0, bk_ - 1, "zero sum");
+    kFold.set(body->body[0].get(), z_node_, z_idx_, constant(-0.0, up_tile_), "zero sum's start");
+    const Stmt* per_key = kFold.under_loop(body->body[1], j_, 0, bk_ - 1, "zero sum");
     const std::vector<StmtP> g = guarded_body(per_key, "zero sum");
     require(g.size() == 1, "the zero sum's accumulation is not one store");
-    require_set(g[0].get(), z_node_, z_idx_,
+    kFold.set(g[0].get(), z_node_, z_idx_,
                 binary(BinOp::Add, get(z_node_, z_idx_, up_tile_), binary(BinOp::Mul, constant(0.0, q_), v_at_fold(), up_tile_),
                        up_tile_),
                 "zero sum");
@@ -876,7 +796,7 @@ class FoldLifter : ComposedNormalizerReader {
     if (k < B.size() && B[k]->kind == StmtKind::Set && B[k]->name == m_) {
       std::vector<Loop> none;
       const Stmt* anchor_store = peel(S_[pos_.anchor].get(), none);
-      require_set(B[k++].get(), m_, anchor_store->indices, L(mn_), "store of the max");
+      kFold.set(B[k++].get(), m_, anchor_store->indices, L(mn_), "store of the max");
       m_stored_ = true;
     }
     if (k < B.size() && B[k]->kind == StmtKind::Set && B[k]->name == l_) {
@@ -890,7 +810,7 @@ class FoldLifter : ComposedNormalizerReader {
         by[sum_store->indices[a].terms[0].sym] = row_index_of_x_axis(axes[a]);
       std::vector<Index> at;
       for (const Index& i : sum_store->indices) at.push_back(i.substituted(by));
-      require_set(B[k++].get(), l_, at, L(norm_), "store of the sum");
+      kFold.set(B[k++].get(), l_, at, L(norm_), "store of the sum");
       l_stored_ = true;
     }
     require(!m_stored_must_ || m_stored_, fmt::format("{} is read after the fold but the fold does not store it", m_));
@@ -910,7 +830,7 @@ class FoldLifter : ComposedNormalizerReader {
     for (std::size_t c = 0; c < value_loops_.size(); ++c) by[value_loops_[c].sym] = Index::iter(value_syms_[c]);
     std::vector<Index> at;
     for (const Index& i : vp_store->indices) at.push_back(i.substituted(by));
-    require_set(under_loops(last->body[0], value_loops_target_, "O's store"), o_, at,
+    kFold.set(kFold.under_loops(last->body[0], value_loops_target_, "O's store"), o_, at,
                 binary(BinOp::Div, get(u_tile_, tile_idx(u_cell_), up_tile_), L(norm_), up_tile_), "store of O");
   }
 
