@@ -72,14 +72,8 @@ TEST(FoldLift, HoldsForTheTiersFolds) {
   }
 }
 
-// Outputs of `tgt` on three seeded inputs, bit for bit those of `want`.
-bool same_outputs(const Routine& src, const Routine& want, const Routine& tgt) {
-  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
-    const TensorMap in = random_inputs(src, seed);
-    if (!fp::testing::bitwise_equal(interpret(want, in), interpret(tgt, in))) return false;
-  }
-  return true;
-}
+using ostest::edited;
+using ostest::same_outputs;
 
 // Every declared mutant that changes an output is refused; one that changes none here (a max
 // stored that nothing reads, a padding no tail reads) may be lifted, and then its outputs agree.
@@ -102,19 +96,6 @@ TEST(FoldLift, RefusesEveryDeclaredMutantThatChangesAnOutput) {
     }
     EXPECT_GE(refused, 15);
   }
-}
-
-// `r`, printed, with each `from` replaced by its `to` (each found exactly once), parsed back.
-Routine edited(const Routine& r, const std::vector<std::pair<std::string, std::string>>& replace) {
-  std::string text = print_routine(r);
-  for (const auto& [from, to] : replace) {
-    const std::size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at == std::string::npos) return r;
-    EXPECT_EQ(text.find(from, at + 1), std::string::npos) << "more than one " << from;
-    text.replace(at, from.size(), to);
-  }
-  return parse_routine(text, "edited.fp");
 }
 
 // Each edit leaves the target right at the routine's sizes (the interpreter agrees bit for bit)

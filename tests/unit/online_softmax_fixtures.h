@@ -8,16 +8,20 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attention_reference.h"
 #include "core/checker.h"
 #include "core/interpreter.h"
 #include "core/ir_visit.h"
+#include "core/random_inputs.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "frontend/attention.h"
 #include "rewrites/config.h"
 #include "rewrites/tier.h"
+#include "tensor_expect.h"
 
 namespace fp::ostest {
 
@@ -190,6 +194,31 @@ inline Routine scaled_before_backward(Routine tgt, const std::vector<std::string
   body.insert(backward, scale.begin(), scale.end());
   tgt.body = seq(body);
   return tgt;
+}
+
+// `r`, printed, with each `from` replaced by its `to` (each found exactly once), parsed back.
+inline Routine edited(const Routine& r, const std::vector<std::pair<std::string, std::string>>& replace) {
+  std::string text = print_routine(r);
+  for (const auto& [from, to] : replace) {
+    const std::size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) return r;
+    EXPECT_EQ(text.find(from, at + 1), std::string::npos) << "more than one " << from;
+    text.replace(at, from.size(), to);
+  }
+  return parse_routine(text, "edited.fp");
+}
+
+// The outputs of `tgt` on three seeded inputs of `src`, bit for bit those of `want` (only `node`'s
+// when one is named).
+inline bool same_outputs(const Routine& src, const Routine& want, const Routine& tgt, const std::string& node = "") {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    const TensorMap in = random_inputs(src, seed);
+    const TensorMap a = interpret(want, in), b = interpret(tgt, in);
+    if (node.empty() ? !fp::testing::bitwise_equal(a, b) : !fp::testing::bitwise_equal(a.at(node), b.at(node), node))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace fp::ostest

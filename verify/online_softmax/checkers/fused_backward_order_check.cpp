@@ -1,16 +1,21 @@
-// `bitwise.fused-backward-dv`: the fused backward's dV (claim `backward-dv`) bit for bit at the
-// routines' sizes (verify/pair_check.h, as `bitwise`), plus the per-cell summation order of dV
-// lifted to every size of the blocked template (verify/online_softmax/fused_backward_order.h). The lift is a
-// step of the verdict, not its scope: what each pair's term is stays proved at the routine's
-// sizes. Also the order step of `certified-bound.fused-backward` (dQ, dK).
+// `bitwise.fused-backward-dv`: the fused backward's dV (claim `backward-dv`) bit for bit for every
+// extent: the structural lift of verify/online_softmax/fused_backward_lift.h (each pair's term the
+// source's, bit for bit) with the per-cell summation order of verify/online_softmax/
+// fused_backward_order.h (Z3 over the integers), then the bitwise check of a small instance the
+// tier emits for a shrunk source as a cross-check (verify/checkers/exact_lift.h). Without the lift,
+// the bitwise check at the routines' sizes decides, scoped to them. The order step is also the one
+// of `certified-bound.fused-backward` (dQ, dK).
 
 #include <fmt/format.h>
 
 #include "rewrites/online_softmax/claims.h"
-#include "verify/case_attach.h"
+#include "verify/checkers/exact_lift.h"
 #include "verify/online_softmax/checkers/checkers.h"
 #include "verify/online_softmax/checkers/fused_backward_order_step.h"
+#include "verify/online_softmax/fused_backward_lift.h"
 #include "verify/online_softmax/fused_backward_order.h"
+#include "verify/program_equality.h"
+#include "verify/size_reduction.h"
 
 namespace fp::verify {
 
@@ -30,25 +35,56 @@ GradientOrderLift gradient_order_step(Verdict& v, const Task& t, const EngineOpt
 
 namespace {
 
-void check_dv(Verdict& v, const Task& t, const EngineOptions& o) {
+// The cross-check's instance: the tier's fused backward of a shrunk source, when the target is
+// what the tier emits and the lift covers the instance too; else the routine's own sizes.
+ShrunkPair dv_instance(const Task& t, const osm::BackwardRoles& roles) {
+  const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
+  if (!emitted || !program_difference(*emitted, t.tgt).empty()) return ShrunkPair{t.src, t.tgt, {}};
+  return faithful_cross_check_instance(t.src, t.tgt, t.reemit, [&](const ShrunkPair& p) {
+    return lift_fused_backward_dv(p.src, p.tgt, roles.d_v, roles.p, roles.d_out).proved;
+  });
+}
+
+ExactLift dv_lift(const Task& t, const EngineOptions& o) {
+  const osm::BackwardRoles roles = osm::backward_roles(t.app);
   const std::vector<std::string> nodes = covered_nodes(t);
-  from_pair_check(v, check_pair(t.src, t.tgt, nodes, pair_check_options(t, o)), t, o, nodes);
-  if (v.kind != VerdictKind::Exact || nodes.size() != 1) return;
-  const GradientOrderLift lift = gradient_order_step(v, t, o, nodes[0]);
-  v.message += lift.proved ? "; " + lift.statement
-                           : "; per-cell summation order not lifted to all sizes (" + lift.why_not + ")";
+  ExactLift out;
+  if (nodes.size() != 1 || nodes[0] != roles.d_v || roles.d_v.empty()) {
+    out.why_not = "the claim does not cover the application's dV";
+    return out;
+  }
+  const BackwardLift lift = lift_fused_backward_dv(t.src, t.tgt, roles.d_v, roles.p, roles.d_out);
+  out.steps = lift.steps;
+  if (!lift.proved) {
+    out.why_not = lift.why_not;
+    return out;
+  }
+  const std::string dump = dump_prefix(t, o);
+  const GradientOrderLift order =
+      lift_gradient_order(t.src, t.tgt, roles.d_v, roles.d_out, o.limits, dump.empty() ? "" : dump + "-order");
+  for (const auto& s : order.steps) out.steps.push_back(s);
+  if (!order.proved) {
+    out.why_not = "the per-cell summation order is not lifted: " + order.why_not;
+    return out;
+  }
+  out.proved = true;
+  out.proof = fmt::format(
+      "every cell of {} adds, in the inner axis's order, the same products of {} recomputed bit for bit and {}, for "
+      "every extent (structural over symbolic extents, {} pairs in blocks of {}{}; {})",
+      roles.d_v, roles.p, roles.d_out, lift.pairs, lift.block, lift.tail ? " and a tail" : "", order.statement);
+  out.instance = dv_instance(t, roles);
+  return out;
 }
 
 }  // namespace
 
 Checker fused_backward_dv_checker() {
-  Checker c;
-  c.id = "bitwise.fused-backward-dv";
-  c.description =
-      "dV bitwise equal at the routines' sizes, and its per-cell summation order the composed one for every size "
-      "of the blocked template (Z3 over the integers)";
-  c.discharge = check_dv;
-  return c;
+  return exact_lift_checker(
+      "bitwise.fused-backward-dv",
+      "dV bitwise equal for every extent: each pair's term the composed one and the per-cell summation order the "
+      "composed one (structural over symbolic extents, Z3 over the integers), plus the bitwise check of a small "
+      "instance the tier emits; else bitwise at the routines' sizes",
+      dv_lift);
 }
 
 }  // namespace fp::verify

@@ -1,0 +1,260 @@
+// The all-sizes lift of the fused backward's dV (verify/online_softmax/fused_backward_lift.h): it
+// holds for the tier's own fused backward — every precision, one block or several and a tail,
+// masks that skip blocks and masks that do not — and refuses a target that is right at the given
+// size but wrong at another, or wrong outright.
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/checker.h"
+#include "core/diagnostic.h"
+#include "core/text_parser.h"
+#include "core/text_printer.h"
+#include "frontend/attention.h"
+#include "rewrites/config.h"
+#include "rewrites/members.h"
+#include "rewrites/online_softmax/claims.h"
+#include "verify/engine.h"
+#include "verify/online_softmax/fused_backward_lift.h"
+#include "online_softmax_fixtures.h"
+
+namespace fp::verify {
+namespace {
+
+using ostest::edited;
+using ostest::same_outputs;
+
+struct BackwardCase {
+  std::int64_t sq, sk, d, e;
+  const char* mask;
+  Prec prec;
+};
+
+std::string name_of(const BackwardCase& c) {
+  return fmt::format("sq {} sk {} d {} e {} mask {} {}", c.sq, c.sk, c.d, c.e, c.mask, prec_name(c.prec));
+}
+
+// The fused backward's dV task of a training step (the forward rewritten by the tier too).
+Task dv_task(const BackwardCase& c) {
+  AttentionSpec s;
+  s.sq = c.sq;
+  s.sk = c.sk;
+  s.d = c.d;
+  s.e = c.e;
+  s.mask = c.mask;
+  s.precision = c.prec;
+  s.train = true;
+  const Config cfg = make_config("", {"online_softmax=true", "online_softmax_backward=true"}, {});
+  for (const Task& t : tier_tasks(build_attention(s), cfg, {}, "attention.fp", "repro").tasks)
+    if (t.shape == "online-softmax.fused-backward" && t.obligation.claim == "backward-dv") return t;
+  ADD_FAILURE() << "no backward-dv task";
+  return Task{};
+}
+
+BackwardLift lift(const Task& t, const Routine& tgt) {
+  const osm::BackwardRoles r = osm::backward_roles(t.app);
+  return lift_fused_backward_dv(t.src, tgt, r.d_v, r.p, r.d_out);
+}
+
+std::string dv(const Task& t) {
+  return osm::backward_roles(t.app).d_v;
+}
+
+TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
+  const std::vector<BackwardCase> cases = {
+      {3, 4, 2, 2, "causal", Prec::F32},     {5, 4, 2, 3, "none", Prec::F32},    {4, 5, 3, 2, "padding:1", Prec::F16},
+      {4, 4, 2, 2, "banded:2", Prec::BF16},  {3, 5, 2, 2, "prefix:2", Prec::F64}, {70, 3, 2, 2, "causal", Prec::F32},
+      {67, 2, 2, 2, "none", Prec::F32},
+  };
+  for (const BackwardCase& c : cases) {
+    SCOPED_TRACE(name_of(c));
+    const Task t = dv_task(c);
+    const BackwardLift l = lift(t, t.tgt);
+    EXPECT_TRUE(l.proved) << l.why_not;
+    EXPECT_EQ(l.pairs, c.sq);
+    EXPECT_EQ(l.tail, c.sq > 64);
+    // The target as text reads the same.
+    const Routine reparsed = parse_routine(print_routine(t.tgt), "t.fp");
+    const BackwardLift again = lift_fused_backward_dv(parse_routine(print_routine(t.src), "s.fp"), reparsed, dv(t),
+                                                      osm::backward_roles(t.app).p, osm::backward_roles(t.app).d_out);
+    EXPECT_TRUE(again.proved) << "the target as text: " << again.why_not;
+  }
+}
+
+// Every declared mutant of the fused backward that changes dV is refused; one that leaves dV alone
+// may be lifted, and then dV agrees.
+TEST(FusedBackwardLift, RefusesEveryDeclaredMutantThatChangesDv) {
+  for (const BackwardCase& c : {BackwardCase{3, 4, 2, 2, "causal", Prec::F32}, BackwardCase{67, 3, 2, 2, "none", Prec::F32}}) {
+    SCOPED_TRACE(name_of(c));
+    const Task t = dv_task(c);
+    const ShapeInfo* shape = find_shape("online-softmax.fused-backward");
+    ASSERT_NE(shape, nullptr);
+    int refused = 0;
+    for (const Mutant& m : shape->mutants(t.tgt, t.app)) {
+      SCOPED_TRACE(m.id);
+      try {
+        check_routine_or_throw(m.tgt, m.id);
+      } catch (const fp::UserError&) {
+        continue;  // a mutant of another shape's extents (sq != sk) is not a program here
+      }
+      const BackwardLift l = lift(t, m.tgt);
+      if (!l.proved) {
+        EXPECT_FALSE(l.why_not.empty()) << m.id;
+        ++refused;
+        continue;
+      }
+      EXPECT_TRUE(same_outputs(t.src, t.tgt, m.tgt, dv(t))) << "mutant " << m.id << " changes dV and was lifted";
+    }
+    EXPECT_GE(refused, 1);
+  }
+}
+
+// Each edit leaves dV right at the routine's sizes (the interpreter agrees bit for bit) and wrong
+// at others; the lift, which argues over symbolic extents, refuses it.
+TEST(FusedBackwardLift, RefusesATargetRightOnlyAtTheGivenSizes) {
+  struct Edit {
+    BackwardCase c;
+    std::vector<std::pair<std::string, std::string>> replace;
+    std::string why, refusal;
+  };
+  const std::vector<Edit> edits = {
+      // The tail's skip guard widened to a bound every key of sk = 3 is below.
+      {{70, 3, 2, 2, "causal", Prec::F32},
+       {{"if lt.i32(idx.i32(bw_t), idx.i32(3)) {\n          for bw_j_3", "if lt.i32(idx.i32(bw_t), idx.i32(5)) {\n          for bw_j_3"}},
+       "skip guard",
+       "skip guard"},
+      // One block as wide as the query extent: the query index written without the block term,
+      // which is 0 here and only here.
+      {{3, 4, 2, 2, "none", Prec::F32},
+       {{"q[bw_b, 3*bw_block_3 + bw_j_3, bw_h, bw_d_3]", "q[bw_b, bw_j_3, bw_h, bw_d_3]"}},
+       "block term",
+       "contraction"},
+      // The row max read at batch 0 and head 0, the only ones here.
+      {{3, 4, 2, 2, "causal", Prec::F32},
+       {{"row_max[bw_b, 3*bw_block_3 + bw_j_3, bw_h])", "row_max[0, 3*bw_block_3 + bw_j_3, 0])"}},
+       "fixed row",
+       "recomputed shifted"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.why + ": " + name_of(e.c));
+    const Task t = dv_task(e.c);
+    ASSERT_TRUE(lift(t, t.tgt).proved);
+    const Routine tgt = edited(t.tgt, e.replace);
+    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
+    ASSERT_TRUE(same_outputs(t.src, t.tgt, tgt, dv(t))) << "the edit changes dV at this size";
+    const BackwardLift l = lift(t, tgt);
+    EXPECT_FALSE(l.proved);
+    EXPECT_NE(l.why_not.find(e.refusal), std::string::npos) << l.why_not;
+  }
+}
+
+// Wrong at the routine's own sizes: the lift refuses.
+TEST(FusedBackwardLift, RefusesAWrongRecomputation) {
+  const Task t = dv_task({3, 4, 2, 2, "causal", Prec::F32});
+  struct Wrong {
+    std::vector<std::pair<std::string, std::string>> replace;
+    std::string refusal;
+  };
+  const std::vector<Wrong> wrongs = {
+      // The shift commuted: exp(max - x), which is not exp(x - max).
+      {{{"sub.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], row_max[bw_b, 3*bw_block_3 + bw_j_3, bw_h])",
+         "sub.f32(row_max[bw_b, 3*bw_block_3 + bw_j_3, bw_h], os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h])"}},
+       "recomputed shifted"},
+      // The skip guard at the block's first query, where the causal mask is true shortest.
+      {{{"if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 4)) {", "if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 2)) {"}},
+       "skip guard"},
+  };
+  for (const Wrong& w : wrongs) {
+    SCOPED_TRACE(w.refusal);
+    const Routine tgt = edited(t.tgt, w.replace);
+    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
+    ASSERT_FALSE(same_outputs(t.src, t.tgt, tgt, dv(t))) << "the edit changes nothing";
+    const BackwardLift l = lift(t, tgt);
+    EXPECT_FALSE(l.proved);
+    EXPECT_NE(l.why_not.find(w.refusal), std::string::npos) << l.why_not;
+  }
+}
+
+// A kept statement that halves the row sums after the source's probabilities and before the
+// nest: the nest would read the halved sums the source's probabilities never saw. The lift refuses
+// to move the nest across it.
+TEST(FusedBackwardLift, RefusesToReadALeafAKeptStatementWroteInBetween) {
+  const Task t = dv_task({3, 4, 2, 2, "causal", Prec::F32});
+  const std::string halve =
+      "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        row_sum[b, s, h] = mul.f32(row_sum[b, s, "
+      "h], 0.5:f32)\n      }\n    }\n  }\n  zero grad_q\n";
+  const Routine src = edited(t.src, {{"  zero grad_q\n", halve}});
+  const Routine tgt = edited(t.tgt, {{"  zero grad_q\n", halve}});
+  ASSERT_NO_THROW(check_routine_or_throw(src, "src.fp"));
+  ASSERT_NO_THROW(check_routine_or_throw(tgt, "tgt.fp"));
+  ASSERT_FALSE(same_outputs(src, src, tgt, dv(t))) << "the halving changes nothing";
+  const osm::BackwardRoles r = osm::backward_roles(t.app);
+  const BackwardLift l = lift_fused_backward_dv(src, tgt, r.d_v, r.p, r.d_out);
+  EXPECT_FALSE(l.proved);
+  EXPECT_NE(l.why_not.find("writes row_sum between its read in the source and the nest"), std::string::npos) << l.why_not;
+}
+
+// A tile one cell too small for its block: the checker rejects the program, and the lift, which
+// may be handed a routine built in memory, refuses it on its own.
+TEST(FusedBackwardLift, RefusesAnAccessOutsideItsNode) {
+  const Task t = dv_task({3, 4, 2, 2, "none", Prec::F32});
+  const Routine tgt = edited(t.tgt, {{"node os_bwd_probs_dv : f32[3,", "node os_bwd_probs_dv : f32[2,"}});
+  EXPECT_ANY_THROW(check_routine_or_throw(tgt, "edited.fp"));
+  const BackwardLift l = lift(t, tgt);
+  EXPECT_FALSE(l.proved);
+  EXPECT_NE(l.why_not.find("os_bwd_probs_dv is not within its axis 0"), std::string::npos) << l.why_not;
+}
+
+// A soundness oracle for the lift: random one-token edits of the tier's dV nest that still pass the
+// checker; whenever the lift accepts one, dV must be the original's on random inputs.
+TEST(FusedBackwardLift, RandomEditsTheLiftAcceptsChangeNoDv) {
+  const std::vector<BackwardCase> cases = {{3, 4, 2, 2, "causal", Prec::F32},
+                                           {4, 3, 2, 3, "padding:1", Prec::F16},
+                                           {66, 2, 2, 2, "causal", Prec::F32}};
+  const std::vector<std::pair<std::string, std::string>> swaps = {
+      {"add.", "sub."}, {"sub.", "add."}, {"mul.", "div."}, {"div.", "mul."}, {"lt.i32", "eq.i32"}, {"-inf:", "0:"},
+      {"0:f", "1:f"},   {"..1 {", "..0 {"}, {"..2 {", "..1 {"}, {"exp.", "neg."}, {"+ 4", "+ 3"}, {"bw_j_3]", "0]"}};
+  std::mt19937_64 rng(11);
+  int tried = 0, accepted = 0;
+  for (const BackwardCase& c : cases) {
+    SCOPED_TRACE(name_of(c));
+    const Task t = dv_task(c);
+    const std::string text = print_routine(t.tgt);
+    // Edits inside the dV nest (after its tiles' first use), where the lift looks.
+    const std::size_t from_at = text.find("os_bwd_rows_k_dv[");
+    ASSERT_NE(from_at, std::string::npos);
+    for (int k = 0; k < 50; ++k) {
+      const auto& [from, to] = swaps[rng() % swaps.size()];
+      std::vector<std::size_t> at;
+      for (std::size_t p = text.find(from, from_at); p != std::string::npos; p = text.find(from, p + 1)) at.push_back(p);
+      if (at.empty()) continue;
+      std::string edited_text = text;
+      const std::size_t where = at[rng() % at.size()];
+      edited_text.replace(where, from.size(), to);
+      Routine tgt;
+      try {
+        tgt = parse_routine(edited_text, "edit.fp");
+        check_routine_or_throw(tgt, "edit.fp");
+      } catch (const std::exception&) {
+        continue;  // not a well-formed program
+      }
+      ++tried;
+      if (!lift(t, tgt).proved) continue;
+      ++accepted;
+      EXPECT_TRUE(same_outputs(t.src, t.tgt, tgt, dv(t)))
+          << "the lift accepted an edit that changes dV: '" << from << "' -> '" << to << "' at " << where;
+    }
+  }
+  EXPECT_GE(tried, 60);
+  RecordProperty("edits_tried", tried);
+  RecordProperty("edits_accepted", accepted);
+}
+
+}  // namespace
+}  // namespace fp::verify
