@@ -40,8 +40,8 @@ std::string name_of(const BackwardCase& c) {
   return fmt::format("sq {} sk {} d {} e {} mask {} {}", c.sq, c.sk, c.d, c.e, c.mask, prec_name(c.prec));
 }
 
-// The fused backward's dV task of a training step (the forward rewritten by the tier too).
-Task dv_task(const BackwardCase& c) {
+// The fused backward's task for `claim` of a training step (the forward rewritten by the tier too).
+Task backward_task(const BackwardCase& c, const std::string& claim) {
   AttentionSpec s;
   s.sq = c.sq;
   s.sk = c.sk;
@@ -52,14 +52,18 @@ Task dv_task(const BackwardCase& c) {
   s.train = true;
   const Config cfg = make_config("", {"online_softmax=true", "online_softmax_backward=true"}, {});
   for (const Task& t : tier_tasks(build_attention(s), cfg, {}, "attention.fp", "repro").tasks)
-    if (t.shape == "online-softmax.fused-backward" && t.obligation.claim == "backward-dv") return t;
-  ADD_FAILURE() << "no backward-dv task";
+    if (t.shape == "online-softmax.fused-backward" && t.obligation.claim == claim) return t;
+  ADD_FAILURE() << "no " << claim << " task";
   return Task{};
+}
+
+Task dv_task(const BackwardCase& c) {
+  return backward_task(c, "backward-dv");
 }
 
 BackwardLift lift(const Task& t, const Routine& tgt) {
   const osm::BackwardRoles r = osm::backward_roles(t.app);
-  return lift_fused_backward_dv(t.src, tgt, r.d_v, r.p, r.d_out);
+  return lift_fused_backward(t.src, tgt, r, r.d_v);
 }
 
 std::string dv(const Task& t) {
@@ -74,6 +78,22 @@ TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
   };
   for (const BackwardCase& c : cases) {
     SCOPED_TRACE(name_of(c));
+    for (const char* claim : {"backward-dq", "backward-dk"}) {
+      SCOPED_TRACE(claim);
+      const Task t = backward_task(c, claim);
+      const osm::BackwardRoles r = osm::backward_roles(t.app);
+      const BackwardLift l = lift_fused_backward(t.src, t.tgt, r, t.obligation.covers.at(0).node);
+      if (c.prec == Prec::F16 || c.prec == Prec::BF16) {
+        // ds at f32 over an f16 / bf16 line: the term identity decides at the routine's sizes.
+        EXPECT_FALSE(l.proved);
+        EXPECT_NE(l.why_not.find("wider than the line's"), std::string::npos) << l.why_not;
+        continue;
+      }
+      EXPECT_TRUE(l.proved) << l.why_not;
+      EXPECT_EQ(l.keys, c.sk);
+      EXPECT_EQ(l.width, c.e);
+      EXPECT_EQ(l.pairs, std::string(claim) == "backward-dq" ? c.sk : c.sq);
+    }
     const Task t = dv_task(c);
     const BackwardLift l = lift(t, t.tgt);
     EXPECT_TRUE(l.proved) << l.why_not;
@@ -81,8 +101,8 @@ TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
     EXPECT_EQ(l.tail, c.sq > 64);
     // The target as text reads the same.
     const Routine reparsed = parse_routine(print_routine(t.tgt), "t.fp");
-    const BackwardLift again = lift_fused_backward_dv(parse_routine(print_routine(t.src), "s.fp"), reparsed, dv(t),
-                                                      osm::backward_roles(t.app).p, osm::backward_roles(t.app).d_out);
+    const BackwardLift again =
+        lift_fused_backward(parse_routine(print_routine(t.src), "s.fp"), reparsed, osm::backward_roles(t.app), dv(t));
     EXPECT_TRUE(again.proved) << "the target as text: " << again.why_not;
   }
 }
@@ -195,7 +215,7 @@ TEST(FusedBackwardLift, RefusesToReadALeafAKeptStatementWroteInBetween) {
   ASSERT_NO_THROW(check_routine_or_throw(tgt, "tgt.fp"));
   ASSERT_FALSE(same_outputs(src, src, tgt, dv(t))) << "the halving changes nothing";
   const osm::BackwardRoles r = osm::backward_roles(t.app);
-  const BackwardLift l = lift_fused_backward_dv(src, tgt, r.d_v, r.p, r.d_out);
+  const BackwardLift l = lift_fused_backward(src, tgt, r, r.d_v);
   EXPECT_FALSE(l.proved);
   EXPECT_NE(l.why_not.find("writes row_sum between its read in the source and the nest"), std::string::npos) << l.why_not;
 }

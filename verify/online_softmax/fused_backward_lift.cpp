@@ -15,6 +15,7 @@
 #include "verify/loop_nest.h"
 #include "verify/online_softmax/lift_support.h"
 #include "verify/phase_clock.h"
+#include "rewrites/online_softmax/claims.h"
 #include "verify/program_equality.h"
 #include "verify/routine_pair_memo.h"
 
@@ -121,18 +122,31 @@ void require_in_bounds(const Routine& r, const Stmt& s, std::map<std::string, st
   }
 }
 
-class DvLifter {
+// A zeroed node's one accumulation: `zero N`, then N[c] = add(N[c], f) over N's cell loops (and, for
+// a contraction, reduced ones).
+struct Accumulation {
+  std::string node;
+  std::size_t zero_pos = 0, pos = 0;
+  std::vector<Loop> loops, reduced;
+  const Stmt* store = nullptr;
+  ExprP f;         // the added value
+  AxisOf axis_of;  // cell loop symbol -> N's axis
+  std::string prev;  // a gradient link's: the node it reads
+};
+
+class BackwardLifter {
  public:
-  DvLifter(const Routine& src, const Routine& tgt, std::string gradient, std::string scalar, std::string operand)
+  BackwardLifter(const Routine& src, const Routine& tgt, const osm::BackwardRoles& roles, std::string gradient)
       : src_(src),
         tgt_(tgt),
         S_(top_level_statements(src)),
         T_(top_level_statements(tgt)),
-        g_(std::move(gradient)),
-        p_(std::move(scalar)),
-        x_(std::move(operand)) {
+        roles_(roles),
+        g_(std::move(gradient)) {
     for (const StmtP& s : S_) census_.push_back(census_of(s));
     for (const StmtP& s : T_) tcensus_.push_back(census_of(s));
+    ds_ = g_ != roles.d_v;
+    scalar_ = ds_ ? roles.d_s : roles.p;
   }
 
   BackwardLift run() {
@@ -140,30 +154,29 @@ class DvLifter {
     ScopedPhase phase("all-sizes lift");
     check_deadline("the fused backward's all-sizes lift");
     try {
-      require(!g_.empty() && !p_.empty() && !x_.empty(), "the application records no dV, probabilities or output gradient");
+      require(!g_.empty() && !scalar_.empty() && !roles_.p.empty() && (g_ == roles_.d_v || g_ == roles_.d_q || g_ == roles_.d_k),
+              "the application records no gradient, probabilities or score gradient for " + g_);
+      require(!ds_ || (!roles_.d_p.empty() && !roles_.d_out.empty() && !roles_.o.empty()),
+              "the application records no probability gradient, output gradient or output");
       accumulation();
       line();
+      if (ds_) score_gradient();
       align();
       nest();
-      res.steps.push_back(fmt::format(
-          "structure: {} accumulates {}·{} over the inner axis (n = {} here), {} the line of {} pointwise step{} over the "
-          "contraction {}; the target's nest recomputes {} per pair in tiles, in blocks of B = {} ({} full block{}{}{}), "
-          "each link the source's definition at the pair, and adds the same products in the same order; every index "
-          "of the scores' shape a plain loop symbol over a whole axis, the block constants the inner extent's",
-          g_, p_, x_, n_, p_, links_.size(), links_.size() == 1 ? "" : "s", s_, p_, block_, full_,
-          full_ == 1 ? "" : "s", rem_ > 0 ? fmt::format(", a tail of {}", rem_) : "",
-          skips_ ? ", skipping blocks the mask hides" : ""));
+      res.steps.push_back(structure_note());
       res.steps.push_back(statements_note_);
       if (skips_)
         res.steps.push_back(
             "skipped steps: a block's steps before the mask's where run under the predicate at its cell where it is true "
             "longest (the predicate monotone in the block's cell), so a skipped block has the predicate false at every "
-            "cell and the where gives the fill whatever the tile held");
+            "cell and the where gives its fill whatever the tiles held");
       res.proved = true;
       res.pairs = n_;
       res.block = block_;
       res.tail = rem_ > 0;
       res.skips = skips_;
+      res.keys = keys_;
+      res.width = width_;
     } catch (const NotLifted& e) {
       res.why_not = e.what();
       res.steps.push_back(std::string("all-sizes lift not established: ") + e.what());
@@ -172,6 +185,32 @@ class DvLifter {
   }
 
  private:
+  std::string structure_note() const {
+    const std::string blocks = fmt::format("in blocks of B = {} ({} full block{}{}{})", block_, full_, full_ == 1 ? "" : "s",
+                                           rem_ > 0 ? fmt::format(", a tail of {}", rem_) : "",
+                                           skips_ ? ", skipping blocks the mask hides" : "");
+    const std::string line =
+        fmt::format("{} the line of {} pointwise step{} over the contraction {}", roles_.p, links_.size(),
+                    links_.size() == 1 ? "" : "s", s_.node);
+    if (!ds_)
+      return fmt::format(
+          "structure: {} accumulates {}·{} over the inner axis (n = {} here), {}; the target's nest recomputes {} per "
+          "pair in tiles {}, each link the source's definition at the pair, and adds the same products in the same "
+          "order; every index of the scores' shape a plain loop symbol over a whole axis, the block constants the inner "
+          "extent's",
+          g_, scalar_, osm::contraction_operand(roles_, g_), n_, line, roles_.p, blocks);
+    return fmt::format(
+        "structure: {} accumulates {}·{} over the inner axis (n = {} here), {} {} link{} over the composed score "
+        "gradient ({} = (dP / l + {})·e, {} = Σ over the {} keys of dP·(−e / (l·l)) from 0, dP = {} a contraction), {}; "
+        "the target's nest recomputes p (the source's {}, link by link) and dP (the same contraction) "
+        "per pair {}, takes ds = p·(dP − D) with D = Σ over the {} value columns of {}·{} from 0 (the row dot, "
+        "statement {}), applies the source's links and adds the same operands in the same order; every index of the "
+        "scores' shape a plain loop symbol over a whole axis, the block constants the inner extent's",
+        g_, scalar_, osm::contraction_operand(roles_, g_), n_, scalar_, dlinks_.size(), dlinks_.size() == 1 ? "" : "s",
+        ng_.node, lg_.node, lg_.node, keys_, roles_.d_p, line, roles_.p, blocks, width_, roles_.d_out, roles_.o,
+        rowdot_pos_ + 1);
+  }
+
   // ---- source ------------------------------------------------------------------------------------
 
   std::vector<std::size_t> writers_of(const std::string& node) const {
@@ -187,7 +226,13 @@ class DvLifter {
     });
   }
 
-  // G[c] = add(G[c], mul(P[..], X[..])): G's axes and the inner loop.
+  bool of_scores_shape(const std::string& node) const {
+    const Node* r = src_.find_node(node);
+    return r && !r->is_input && r->dims == node_of(src_, roles_.p).dims && !writers_of(node).empty();
+  }
+
+  // G[c] = add(G[c], mul(Y[..], X[..])), Y the scalar the nest recomputes (P for dV, the score
+  // gradient for dQ and dK): G's axes and the inner loop.
   void accumulation() {
     std::optional<std::size_t> found;
     for (std::size_t i : writers_of(g_)) {
@@ -195,20 +240,22 @@ class DvLifter {
       const Stmt* st = peel(S_[i].get(), loops);
       const ExprP prod = reduction_product(*st);
       if (!prod || st->name != g_) continue;
-      const bool p_first = prod->args[0]->kind == ExprKind::Get && prod->args[0]->name == p_;
-      const bool p_second = prod->args[1]->kind == ExprKind::Get && prod->args[1]->name == p_;
-      if (p_first == p_second) continue;
-      require(!found, fmt::format("{} is accumulated from {} by two nests", g_, p_));
+      const bool first = prod->args[0]->kind == ExprKind::Get && prod->args[0]->name == scalar_;
+      const bool second = prod->args[1]->kind == ExprKind::Get && prod->args[1]->name == scalar_;
+      if (first == second) continue;
+      require(!found, fmt::format("{} is accumulated from {} by two nests", g_, scalar_));
       found = i;
       acc_loops_ = loops;
       acc_store_ = st;
-      p_read_ = prod->args[p_first ? 0 : 1];
+      y_read_ = prod->args[first ? 0 : 1];
     }
-    require(found.has_value(), fmt::format("no nest accumulates {} = add({}, mul({}, ·))", g_, g_, p_));
+    require(found.has_value(), fmt::format("no nest accumulates {} = add({}, mul({}, ·))", g_, g_, scalar_));
     acc_pos_ = *found;
     const Node& g = node_of(src_, g_);
     require(acc_store_->value->prec == g.prec, fmt::format("{}'s accumulation is not at {}'s precision", g_, g_));
-    g_axis_of_ = plain_axes(src_, g_, acc_store_->indices, acc_loops_, "dV's accumulation");
+    require(node_of(src_, scalar_).dims == node_of(src_, roles_.p).dims,
+            fmt::format("{} does not have the probabilities' cells", scalar_));
+    g_axis_of_ = plain_axes(src_, g_, acc_store_->indices, acc_loops_, "the gradient's accumulation");
     std::vector<Loop> inner;
     for (const Loop& l : acc_loops_)
       if (!g_axis_of_.count(l.sym)) inner.push_back(l);
@@ -216,31 +263,32 @@ class DvLifter {
     inner_ = inner[0].sym;
     require(inner[0].from == 0 && inner[0].to >= 0, "the inner loop does not run from 0 at least once");
     n_ = inner[0].to + 1;
-    p_axis_of_ = plain_axes(src_, p_, p_read_->indices, acc_loops_, "dV's accumulation");
-    require(p_axis_of_.count(inner_) == 1, fmt::format("{} is not read along the inner loop", p_));
-    for (std::size_t a = 0; a < p_read_->indices.size(); ++a) p_sym_.push_back(p_read_->indices[a].terms[0].sym);
-    require(!mentions(acc_store_->indices, inner_), "dV's cell depends on the inner loop");
-    leaves_of(acc_store_->value, acc_pos_, {g_, p_});
+    const AxisOf y_axes = plain_axes(src_, scalar_, y_read_->indices, acc_loops_, "the gradient's accumulation");
+    require(y_axes.count(inner_) == 1, fmt::format("{} is not read along the inner loop", scalar_));
+    for (const Index& i : y_read_->indices) pair_sym_.push_back(i.terms[0].sym);
+    leaves_of(acc_store_->value, acc_pos_, {g_, scalar_});
   }
 
   // P's definition through single-writer pointwise nests of P's shape down to `zero S` and S's
   // contraction.
   void line() {
-    const Node& pn = node_of(src_, p_);
+    const Node& pn = node_of(src_, roles_.p);
     prec_ = pn.prec;
-    require(is_float(prec_), fmt::format("{} is not at a floating-point precision", p_));
-    std::string node = p_;
+    require(is_float(prec_), fmt::format("{} is not at a floating-point precision", roles_.p));
+    require(node_of(src_, g_).prec == prec_ && node_of(src_, scalar_).prec == prec_,
+            fmt::format("{}, {} and {} are not at one precision", g_, scalar_, roles_.p));
+    std::string node = roles_.p;
     for (int guard = 0;; ++guard) {
-      require(guard < 64, fmt::format("{}'s line does not end", p_));
+      require(guard < 64, fmt::format("{}'s line does not end", roles_.p));
       const Node& nd = node_of(src_, node);
       require(nd.dims == pn.dims && nd.prec == prec_ && !nd.is_input,
-              fmt::format("{} in {}'s line is not a computed node of its shape at {}", node, p_, prec_name(prec_)));
+              fmt::format("{} in {}'s line is not a computed node of its shape at {}", node, roles_.p, prec_name(prec_)));
       const std::vector<std::size_t> w = writers_of(node);
       if (w.size() == 2 && S_[w[0]]->kind == StmtKind::Zero && S_[w[0]]->name == node) {
-        contraction(node, w[0], w[1]);
+        s_ = contraction(node, w[0], w[1]);
         break;
       }
-      require(w.size() == 1, fmt::format("{} in {}'s line has {} writers", node, p_, w.size()));
+      require(w.size() == 1, fmt::format("{} in {}'s line has {} writers", node, roles_.p, w.size()));
       Link lk;
       lk.pos = w[0];
       lk.store = peel(S_[w[0]].get(), lk.loops);
@@ -250,9 +298,7 @@ class DvLifter {
       const AxisOf axes = plain_axes(src_, node, lk.store->indices, lk.loops, "a link of the line");
       require_bijection(lk.loops, axes, "a link of the line");
       for_each_expr(lk.store->value, [&](const Expr& g) {
-        if (g.kind != ExprKind::Get) return;
-        const Node* r = src_.find_node(g.name);
-        if (!r || r->is_input || r->dims != pn.dims || writers_of(g.name).empty()) return;
+        if (g.kind != ExprKind::Get || !of_scores_shape(g.name)) return;
         require(lk.prev.empty() || lk.prev == g.name, fmt::format("{}'s definition reads two computed nodes of its shape", node));
         require(same_indices(g.indices, lk.store->indices), fmt::format("{} reads {} at another cell", node, g.name));
         lk.prev = g.name;
@@ -263,36 +309,200 @@ class DvLifter {
       node = lk.prev;
     }
     // Each writer before its reader: zero S < S < the last link < … < P < the accumulation.
-    std::size_t before = pos_s_;
+    std::size_t before = s_.pos;
     for (auto it = links_.rbegin(); it != links_.rend(); ++it) {
       require(it->pos > before, fmt::format("{}'s definition comes before the node it reads", it->store->name));
       before = it->pos;
     }
-    require(pos_s_zero_ < pos_s_ && before < acc_pos_, fmt::format("{} is accumulated before {} is computed", g_, p_));
+    require(before < acc_pos_, fmt::format("{} is accumulated before {} is computed", g_, roles_.p));
   }
 
-  void contraction(const std::string& s, std::size_t zero_pos, std::size_t pos) {
-    s_ = s;
-    pos_s_zero_ = zero_pos;
-    pos_s_ = pos;
-    const Stmt* st = peel(S_[pos].get(), s_loops_);
-    const ExprP prod = reduction_product(*st);
-    require(prod && st->name == s && st->value->prec == prec_,
-            fmt::format("{} is not one accumulation of a product at {}", s, prec_name(prec_)));
-    s_store_ = st;
-    s_axis_of_ = plain_axes(src_, s, st->indices, s_loops_, "the contraction");
-    for (const Loop& l : s_loops_)
-      if (!s_axis_of_.count(l.sym)) {
-        require(l.from <= l.to, fmt::format("loop {} of the contraction into {} runs zero times", l.sym, s));
-        reduced_.push_back(l);
-      }
-    require(s_axis_of_.size() == node_of(src_, s).dims.size(), "the contraction does not store one cell per iteration");
+  // `zero N` then N[c] = add(N[c], f): N's two writers, f at N's precision.
+  Accumulation zeroed(const std::string& node, const char* what) const {
+    const std::vector<std::size_t> w = writers_of(node);
+    require(w.size() == 2 && S_[w[0]]->kind == StmtKind::Zero && S_[w[0]]->name == node,
+            fmt::format("{} ({}) is not written by `zero {}` and one accumulation", node, what, node));
+    Accumulation a;
+    a.node = node;
+    a.zero_pos = w[0];
+    a.pos = w[1];
+    a.store = peel(S_[w[1]].get(), a.loops);
+    require(a.store->kind == StmtKind::Set && a.store->name == node && a.store->value &&
+                a.store->value->prec == prec_ && node_of(src_, node).prec == prec_,
+            fmt::format("{} ({}) is not accumulated at {}", node, what, prec_name(prec_)));
+    a.f = other_operand(a.store->value, BinOp::Add, *a.store);
+    require(a.f != nullptr, fmt::format("{} ({}) is not accumulated as {} = add({}, ·)", node, what, node, node));
+    a.axis_of = plain_axes(src_, node, a.store->indices, a.loops, what);
+    for (const Loop& l : a.loops)
+      if (!a.axis_of.count(l.sym)) a.reduced.push_back(l);
+    return a;
+  }
+
+  Accumulation contraction(const std::string& node, std::size_t zero_pos, std::size_t pos) {
+    Accumulation c = zeroed(node, "a contraction");
+    require(c.zero_pos == zero_pos && c.pos == pos, fmt::format("{} is not one contraction", node));
+    const ExprP prod = reduction_product(*c.store);
+    require(prod != nullptr, fmt::format("{} is not one accumulation of a product at {}", node, prec_name(prec_)));
+    require(c.axis_of.size() == node_of(src_, node).dims.size(), "the contraction does not store one cell per iteration");
+    for (const Loop& l : c.reduced)
+      require(l.from <= l.to, fmt::format("loop {} of the contraction into {} runs zero times", l.sym, node));
     for (const ExprP& f : prod->args) {
-      bool reads_s = false;
-      for_each_expr(f, [&](const Expr& g) { reads_s = reads_s || (g.kind == ExprKind::Get && g.name == s); });
-      require(!reads_s, fmt::format("the contraction into {} reads {} in a factor", s, s));
+      require(!reads(f, node), fmt::format("the contraction into {} reads {} in a factor", node, node));
       leaves_of(f, pos, {});
     }
+    return c;
+  }
+
+  static bool reads(const ExprP& e, const std::string& node) {
+    bool found = false;
+    for_each_expr(e, [&](const Expr& g) { found = found || (g.kind == ExprKind::Get && g.name == node); });
+    return found;
+  }
+  static bool is_read(const ExprP& e, const std::string& node, const std::vector<Index>& idx) {
+    return e->kind == ExprKind::Get && e->name == node && same_indices(e->indices, idx);
+  }
+
+  // The composed score gradient (docs/bounds.md §8) under the scalar: the links from the scalar
+  // down to ng, each `zero N; N += f(prev)` with f one of prev, where(pred, prev, 0) and prev·c (at
+  // most one scale); ng += eg·e (e = P's exponentials); eg: `zero`, += dP / l, += lg; lg: `zero`,
+  // += dP·(−e / (l·l)) over the key axis; dP a contraction. Every read of a node of the scores'
+  // shape at the cell being written; l at P's rows.
+  void score_gradient() {
+    std::string node = scalar_;
+    bool scaled = false;
+    for (int guard = 0;; ++guard) {
+      require(guard < 64, fmt::format("{}'s chain does not end", scalar_));
+      require(of_scores_shape(node), fmt::format("{} in {}'s chain is not a computed node of the scores' shape", node, scalar_));
+      Accumulation a = zeroed(node, "a link of the score gradient");
+      require(a.reduced.empty(), fmt::format("{} is accumulated over a loop besides its axes", node));
+      std::vector<std::string> prevs;
+      for_each_expr(a.f, [&](const Expr& g) {
+        if (g.kind != ExprKind::Get || !of_scores_shape(g.name)) return;
+        require(same_indices(g.indices, a.store->indices), fmt::format("{} reads {} at another cell", node, g.name));
+        if (std::find(prevs.begin(), prevs.end(), g.name) == prevs.end()) prevs.push_back(g.name);
+      });
+      if (prevs.size() == 2) {
+        ng_ = a;
+        require(ng_.reduced.empty(), fmt::format("{} is accumulated over a loop besides its axes", node));
+        break;
+      }
+      require(prevs.size() == 1, fmt::format("{}'s accumulation reads no node of the scores' shape", node));
+      a.prev = prevs[0];
+      require(link_form(a.f, a.prev, scaled),
+              fmt::format("{}'s link is not one of y, where(pred, y, 0) and y·c (one scale at most)", node));
+      leaves_of(a.f, a.pos, {a.prev});
+      dlinks_.push_back(a);
+      node = a.prev;
+    }
+    // P = e / l, read at P's cell and rows.
+    const Link& pdef = links_.front();
+    const ExprP& pv = pdef.store->value;
+    require(pv->kind == ExprKind::Binary && pv->binop() == BinOp::Div && pv->args[0]->kind == ExprKind::Get &&
+                pv->args[1]->kind == ExprKind::Get && pv->args[0]->name == pdef.prev,
+            fmt::format("{}'s definition is not e / l", roles_.p));
+    e_ = pdef.prev;
+    l_ = pv->args[1]->name;
+    const AxisOf p_axes = plain_axes(src_, roles_.p, pdef.store->indices, pdef.loops, "the probabilities");
+    l_rows_ = in_reference(pv->args[1]->indices, p_axes);
+    // ng += eg·e.
+    const ExprP& f = ng_.f;
+    require(f->kind == ExprKind::Binary && f->binop() == BinOp::Mul && f->prec == prec_,
+            fmt::format("{} is not accumulated as a product", ng_.node));
+    const int e_at = is_read(f->args[0], e_, ng_.store->indices) ? 0 : is_read(f->args[1], e_, ng_.store->indices) ? 1 : -1;
+    require(e_at >= 0 && f->args[1 - e_at]->kind == ExprKind::Get,
+            fmt::format("{} is not accumulated as eg·{} at its cell", ng_.node, e_));
+    const std::string eg = f->args[1 - e_at]->name;
+    // eg: zero, += dP / l, += lg.
+    const std::vector<std::size_t> w = writers_of(eg);
+    require(w.size() == 3 && S_[w[0]]->kind == StmtKind::Zero && S_[w[0]]->name == eg,
+            fmt::format("{} is not written by `zero {}`, dP / l and the sum gradient", eg, eg));
+    const ExprP a = eg_term(w[1], eg, "dP / l");
+    require(a->kind == ExprKind::Binary && a->binop() == BinOp::Div && a->prec == prec_ &&
+                a->args[0]->kind == ExprKind::Get && a->args[0]->name == roles_.d_p && a->args[1]->kind == ExprKind::Get &&
+                a->args[1]->name == l_,
+            fmt::format("{}'s first accumulation is not {} / {}", eg, roles_.d_p, l_));
+    require(same_indices(a->args[0]->indices, eg_store_->indices), fmt::format("{} reads {} at another cell", eg, roles_.d_p));
+    require(in_reference(a->args[1]->indices, eg_axes_) == l_rows_, fmt::format("{} reads {} at another row", eg, l_));
+    const std::size_t pos_a = w[1];
+    const ExprP lg_read = eg_term(w[2], eg, "the sum gradient");
+    require(lg_read->kind == ExprKind::Get && !of_scores_shape(lg_read->name),
+            fmt::format("{}'s second accumulation is not a read of the sum gradient", eg));
+    lg_ = zeroed(lg_read->name, "the sum gradient");
+    require(in_reference(lg_read->indices, eg_axes_) == l_rows_,
+            fmt::format("{} reads the sum gradient at another row than {}'s", eg, l_));
+    sum_gradient();
+    dp_ = contraction(roles_.d_p, writers_of(roles_.d_p).at(0), writers_of(roles_.d_p).back());
+    require(dp_.reduced.size() == 1, fmt::format("{} is not a contraction over one loop", roles_.d_p));
+    // The order of the writers, and e and l unchanged from P's definition to their last read.
+    require(dp_.pos < pos_a && dp_.pos < lg_.pos && lg_.pos < w[2] && pos_a < w[2] && w[2] < ng_.pos &&
+                ng_.zero_pos < ng_.pos && pdef.pos < pos_a && pdef.pos < lg_.pos,
+            "the composed score gradient's statements are not in the order dP < dP / l, the sum gradient < eg < ng");
+    std::size_t last = ng_.pos;
+    for (auto it = dlinks_.rbegin(); it != dlinks_.rend(); ++it) {
+      require(it->pos > last && it->zero_pos < it->pos, fmt::format("{}'s link comes before what it reads", it->node));
+      last = it->pos;
+    }
+    require(last < acc_pos_, fmt::format("{} is accumulated before {} is computed", g_, scalar_));
+    for (std::size_t i = pdef.pos + 1; i < ng_.pos; ++i)
+      require(!census_[i].writes.count(e_) && !census_[i].writes.count(l_),
+              fmt::format("source statement {} writes {} or {} between the probabilities and the score gradient", i + 1,
+                          e_, l_));
+  }
+
+  // One accumulation of eg (`eg[c] = add(eg[c], y)`): y, with eg's loops as its cell's.
+  ExprP eg_term(std::size_t pos, const std::string& eg, const char* what) {
+    std::vector<Loop> loops;
+    const Stmt* st = peel(S_[pos].get(), loops);
+    require(st->kind == StmtKind::Set && st->name == eg && st->value->prec == prec_ && node_of(src_, eg).prec == prec_,
+            fmt::format("{}'s accumulation of {} is not one store at {}", eg, what, prec_name(prec_)));
+    const ExprP y = other_operand(st->value, BinOp::Add, *st);
+    require(y != nullptr, fmt::format("{}'s accumulation of {} is not {} = add({}, ·)", eg, what, eg, eg));
+    eg_axes_ = plain_axes(src_, eg, st->indices, loops, "the exponentials' gradient");
+    require_bijection(loops, eg_axes_, "the exponentials' gradient");
+    eg_store_ = st;
+    return y;
+  }
+
+  // lg[rows] += dP[c]·(−e[c] / (l[rows]·l[rows])) over the key loop, rows those of l.
+  void sum_gradient() {
+    const ExprP& f = lg_.f;
+    require(lg_.reduced.size() == 1 && f->kind == ExprKind::Binary && f->binop() == BinOp::Mul && f->prec == prec_,
+            fmt::format("{} is not a sum of products over one key loop", lg_.node));
+    const int dp_at = f->args[0]->kind == ExprKind::Get && f->args[0]->name == roles_.d_p ? 0 : 1;
+    const ExprP& dp = f->args[static_cast<std::size_t>(dp_at)];
+    const ExprP& w = f->args[static_cast<std::size_t>(1 - dp_at)];
+    require(dp->kind == ExprKind::Get && dp->name == roles_.d_p, fmt::format("{} does not read {}", lg_.node, roles_.d_p));
+    const AxisOf x_axes = plain_axes(src_, roles_.d_p, dp->indices, lg_.loops, "the sum gradient");
+    require_bijection(lg_.loops, x_axes, "the sum gradient");
+    require(w->kind == ExprKind::Binary && w->binop() == BinOp::Div && w->prec == prec_ &&
+                w->args[0]->kind == ExprKind::Unary && w->args[0]->unop() == UnOp::Neg && w->args[0]->prec == prec_ &&
+                is_read(w->args[0]->args[0], e_, dp->indices) && w->args[1]->kind == ExprKind::Binary &&
+                w->args[1]->binop() == BinOp::Mul && w->args[1]->prec == prec_,
+            fmt::format("{}'s term is not dP·(−e / (l·l))", lg_.node));
+    for (const ExprP& l : w->args[1]->args)
+      require(l->kind == ExprKind::Get && l->name == l_ && in_reference(l->indices, x_axes) == l_rows_,
+              fmt::format("{}'s term does not divide by {}·{} at the row", lg_.node, l_, l_));
+    require(in_reference(lg_.store->indices, x_axes) == l_rows_, fmt::format("{} is not stored at {}'s rows", lg_.node, l_));
+    const Loop& key = lg_.reduced[0];
+    require(key.from == 0, fmt::format("{}'s key loop does not start at 0", lg_.node));
+    keys_ = key.to + 1;
+  }
+
+  // f(prev) is prev, where(pred, prev, 0) or prev·c (c a constant, at most one along the chain),
+  // with prev read once.
+  bool link_form(const ExprP& f, const std::string& prev, bool& scaled) const {
+    auto is_prev = [&](const ExprP& e) { return e->kind == ExprKind::Get && e->name == prev; };
+    auto zero = [&](const ExprP& e) { return e->kind == ExprKind::Const && e->value == 0; };
+    if (is_prev(f)) return true;
+    if (f->kind == ExprKind::Ternary && f->ternop() == TernOp::Where && is_prev(f->args[1]) && zero(f->args[2]))
+      return !reads(f->args[0], prev);
+    if (f->kind == ExprKind::Binary && f->binop() == BinOp::Mul && !scaled) {
+      const bool a = is_prev(f->args[0]) && f->args[1]->kind == ExprKind::Const;
+      const bool b = is_prev(f->args[1]) && f->args[0]->kind == ExprKind::Const;
+      scaled = a || b;
+      return scaled;
+    }
+    return false;
   }
 
   // ---- the target's top-level statements ---------------------------------------------------------
@@ -315,25 +525,9 @@ class DvLifter {
     for (std::size_t i : writers_of(g_))
       require(a_.kept_src[i] || i == acc_pos_,
               fmt::format("source statement {} writes {} and is dropped, besides its accumulation", i + 1, g_));
-    const std::size_t r_nest = a_.rank_tgt[nest_pos_];
-    // The kept statements the nest moved across: ranks in [min, max) of the two places.
-    auto crossed = [&](std::size_t r_src, auto&& bad, const std::string& why) {
-      for (std::size_t k = std::min(r_src, r_nest); k < std::max(r_src, r_nest); ++k)
-        require(!bad(census_[a_.kept[k]]), fmt::format("kept statement {} {}", a_.kept[k] + 1, why));
-    };
-    crossed(a_.rank_src[acc_pos_], [&](const Census& c) { return c.reads.count(g_) || c.writes.count(g_); },
+    crossed(a_.rank_src[acc_pos_], nest_pos_, [&](const Census& c) { return c.reads.count(g_) || c.writes.count(g_); },
             fmt::format("touches {} between its accumulation and the nest", g_));
-    for (const LeafRead& lr : leaves_) {
-      require(lr.node != g_ && !target_only_.count(lr.node), fmt::format("{} reads {} in its line", p_, lr.node));
-      for (std::size_t i = 0; i < S_.size(); ++i)
-        require(a_.kept_src[i] || !census_[i].writes.count(lr.node),
-                fmt::format("the dropped source statement {} writes {}, which the nest reads", i + 1, lr.node));
-      for (std::size_t t = 0; t < T_.size(); ++t)
-        require(!a_.new_tgt[t] || !tcensus_[t].writes.count(lr.node),
-                fmt::format("the new target statement {} writes {}, which the nest reads", t + 1, lr.node));
-      crossed(a_.rank_src[lr.pos], [&](const Census& c) { return c.writes.count(lr.node) > 0; },
-              fmt::format("writes {} between its read in the source and the nest", lr.node));
-    }
+    for (const LeafRead& lr : leaves_) same_value(lr.node, a_.rank_src[lr.pos], nest_pos_, "the nest");
     for (std::size_t t = 0; t < T_.size(); ++t) {
       if (t == nest_pos_) continue;
       for (const std::string& n : tcensus_[nest_pos_].writes)
@@ -345,11 +539,33 @@ class DvLifter {
     statements_note_ = fmt::format(
         "statements: the target's {} top-level statements are the source's {} kept in order and {} new; the nest "
         "(statement {}) is the only new writer of {}, {}'s accumulation the only dropped one; no kept statement it moved "
-        "across touches {} or writes what the line reads ({} reads, none written by a dropped or new statement)",
+        "across touches {} or writes what the nest reads ({} reads, none written by a dropped or new statement)",
         T_.size(), a_.kept.size(), T_.size() - a_.kept.size(), nest_pos_ + 1, g_, g_, g_, leaves_.size());
   }
 
-  // ---- the dV nest -------------------------------------------------------------------------------
+  // No kept statement between the two places (ranks in [min, max)) is `bad`.
+  template <typename Bad>
+  void crossed(std::size_t r_src, std::size_t tgt_pos, Bad&& bad, const std::string& why) const {
+    const std::size_t r_tgt = a_.rank_tgt[tgt_pos];
+    for (std::size_t k = std::min(r_src, r_tgt); k < std::max(r_src, r_tgt); ++k)
+      require(!bad(census_[a_.kept[k]]), fmt::format("kept statement {} {}", a_.kept[k] + 1, why));
+  }
+
+  // `node` holds at target statement `tgt_pos` what it held where the source read it (after `r_src`
+  // kept statements): only kept statements write it, and none between the two places.
+  void same_value(const std::string& node, std::size_t r_src, std::size_t tgt_pos, const char* reader) const {
+    require(node != g_ && !target_only_.count(node), fmt::format("{} reads {}", reader, node));
+    for (std::size_t i = 0; i < S_.size(); ++i)
+      require(a_.kept_src[i] || !census_[i].writes.count(node),
+              fmt::format("the dropped source statement {} writes {}, which {} reads", i + 1, node, reader));
+    for (std::size_t t = 0; t < T_.size(); ++t)
+      require(!a_.new_tgt[t] || !tcensus_[t].writes.count(node),
+              fmt::format("the new target statement {} writes {}, which {} reads", t + 1, node, reader));
+    crossed(r_src, tgt_pos, [&](const Census& c) { return c.writes.count(node) > 0; },
+            fmt::format("writes {} between its read in the source and {}", node, reader));
+  }
+
+  // ---- the gradient's nest -----------------------------------------------------------------------
 
   void nest() {
     const StmtP& top = T_[nest_pos_];
@@ -415,77 +631,91 @@ class DvLifter {
     for (const auto& [sym, axis] : g_axis_of_) by_[sym] = gat_[static_cast<std::size_t>(axis)];
   }
 
+  // A tile the block writes over its cells: `for j { T[j, ..] = v }` — T the nest's own, at the
+  // line's precision, indexed first by j and then by what does not depend on j.
+  struct Tile {
+    std::string node;
+    std::vector<Index> idx;
+  };
+  Tile tile_of(const Stmt* s, const std::string& j, std::int64_t count, const char* what) const {
+    const Stmt* st = kBackward.under_loop(std::shared_ptr<const Stmt>(s, [](const Stmt*) {}), j, 0, count - 1, what);
+    require(st->kind == StmtKind::Set && target_only_.count(st->name) && node_of(tgt_, st->name).prec == prec_ &&
+                st->name != tg_,
+            fmt::format("the {} is not a tile of the nest's own at the line's precision", what));
+    require(!st->indices.empty() && st->indices[0] == Index::iter(j),
+            fmt::format("the {} is not indexed first by the block's cell", what));
+    for (std::size_t a = 1; a < st->indices.size(); ++a)
+      require(!st->indices[a].mentions(j), fmt::format("the {}'s row part depends on the cell", what));
+    return Tile{st->name, st->indices};
+  }
+
   // One block's statements, its pairs the inner index `off` (times B when `scaled`) plus the cell
-  // j: returns its count of cells.
+  // j: returns its count of cells. Steps, one statement over the cells each: p's (T = 0, the
+  // contraction, the line's links) and, for dQ and dK, dP's (DP = 0, its contraction), ds =
+  // p·(dP − D) and the score gradient's links; then the accumulation. At most two `if`s, each
+  // around the steps before a mask's where.
   std::int64_t block(const std::vector<StmtP>& B, Index off, bool scaled) {
     require(!B.empty(), "a block is empty");
-    // Flatten [if live { steps before the where }] steps… accumulation.
     std::vector<const Stmt*> steps;
-    std::size_t guarded = 0;
-    const Stmt* guard = nullptr;
+    std::vector<std::pair<const Stmt*, std::pair<std::size_t, std::size_t>>> guards;  // (if, [first, last))
     for (std::size_t i = 0; i + 1 < B.size(); ++i) {
       if (B[i]->kind == StmtKind::If) {
-        require(i == 0 && !guard, "a block's guarded steps are not its first ones");
-        guard = B[i].get();
+        const std::size_t first = steps.size();
         for (const StmtP& s : B[i]->body) steps.push_back(s.get());
-        guarded = steps.size();
+        guards.push_back({B[i].get(), {first, steps.size()}});
       } else {
         steps.push_back(B[i].get());
       }
     }
-    require(steps.size() == links_.size() + 2,
-            fmt::format("a block has {} steps before its accumulation, not T = 0, the contraction and {} link{}",
-                        steps.size(), links_.size(), links_.size() == 1 ? "" : "s"));
-    // T = 0 over the block's cells: j, the count, the tile and its cell.
-    require(steps[0]->kind == StmtKind::For && steps[0]->from == 0 && steps[0]->to >= 0 && steps[0]->body.size() == 1,
+    const std::size_t p_steps = links_.size() + 2, all = p_steps + (ds_ ? 3 + dlinks_.size() : 0);
+    require(steps.size() == all, fmt::format("a block has {} steps before its accumulation, not {}", steps.size(), all));
+    require(steps[0]->kind == StmtKind::For && steps[0]->from == 0 && steps[0]->to >= 0,
             "a block does not start with T = 0 over its cells");
     const std::string j = steps[0]->sym;
     const std::int64_t count = steps[0]->to + 1;
-    const Stmt* z = steps[0]->body[0].get();
-    require(z->kind == StmtKind::Set && target_only_.count(z->name) && node_of(tgt_, z->name).prec == prec_,
-            "a block's score tile is not a node of the nest's own at the line's precision");
-    const std::string tile = z->name;
-    require(tile != tg_, "the score tile is the gradient's tile");
-    const std::vector<Index> tix = z->indices;
-    require(!tix.empty() && tix[0] == Index::iter(j), "the score tile is not indexed first by the block's cell");
-    for (std::size_t a = 1; a < tix.size(); ++a) require(!tix[a].mentions(j), "the score tile's row part depends on the cell");
-    const ExprP cell = get(tile, tix, prec_);
-    kBackward.set(z, tile, tix, constant(0.0, prec_), "tile clearing");
+    const Tile t = tile_of(steps[0], j, count, "score tile");
+    const ExprP cell = get(t.node, t.idx, prec_);
+    kBackward.set(steps[0]->body[0].get(), t.node, t.idx, constant(0.0, prec_), "tile clearing");
     // The pair's indices: the accumulation's symbols at the nest's, the inner one off + j.
     if (scaled) off = Index{{Index::Term{count, off.terms[0].sym}}, 0};
     Index pair = off;
     pair.terms.push_back(Index::Term{1, j});
     std::map<std::string, Index> by = by_;
     by[inner_] = pair.canonical();
-    // P's axis a at the pair.
+    // The scores' axis a at the pair.
     std::vector<Index> at_p;
-    for (const std::string& sym : p_sym_) at_p.push_back(by.at(sym));
-    contraction_step(steps[1], j, count, cell, at_p);
-    // The links, from the one reading S up to P.
-    std::optional<std::size_t> where_at;
-    ExprP pred;
+    for (const std::string& sym : pair_sym_) at_p.push_back(by.at(sym));
+    contraction_step(steps[1], j, count, cell, at_p, s_);
+    // p's links, from the one reading S up to P.
+    std::optional<std::pair<std::size_t, ExprP>> p_where;
     for (std::size_t i = 0; i < links_.size(); ++i) {
       const Link& lk = links_[links_.size() - 1 - i];
-      std::map<std::string, Index> lby;
-      for (std::size_t a = 0; a < lk.store->indices.size(); ++a) lby[lk.store->indices[a].terms[0].sym] = at_p[a];
-      const ExprP expected = substituted(lk.store->value, lby, [&](const Expr& g, const std::vector<Index>&) -> ExprP {
-        return g.name == lk.prev ? cell : nullptr;
-      });
+      const ExprP expected = substituted(lk.store->value, cell_map(lk.store->indices, at_p),
+                                         [&](const Expr& g, const std::vector<Index>&) -> ExprP {
+                                           return g.name == lk.prev ? cell : nullptr;
+                                         });
       kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(steps[2 + i], [](const Stmt*) {}), j, 0, count - 1,
                                          "recomputed " + lk.store->name),
-                    tile, tix, expected, "recomputed " + lk.store->name);
-      if (!where_at && expected->kind == ExprKind::Ternary && expected->ternop() == TernOp::Where &&
-          same(expected->args[1], cell) && !reads(expected->args[0], tile) && !reads(expected->args[2], tile)) {
-        where_at = 2 + i;
-        pred = expected->args[0];
-      }
+                    t.node, t.idx, expected, "recomputed " + lk.store->name);
+      if (!p_where && expected->kind == ExprKind::Ternary && expected->ternop() == TernOp::Where &&
+          same(expected->args[1], cell) && !reads(expected->args[0], t.node) && !reads(expected->args[2], t.node))
+        p_where = std::make_pair(2 + i, expected->args[0]);
     }
-    if (guard) skip_guard(*guard, guarded, where_at, pred, j, count);
-    // Tg[c, rows] += T·X at the pair, for every c.
+    ExprP scalar = cell;
+    std::optional<std::pair<std::size_t, ExprP>> ds_where;
+    if (ds_) scalar = score_gradient_steps(steps, p_steps, j, count, cell, at_p, ds_where);
+    // At most one guard around the steps before each where.
+    for (const auto& [guard, range] : guards) {
+      const auto& where = range.first == 0 ? p_where : ds_where;
+      require(where && range.first == (range.first == 0 ? 0 : p_steps) && range.second == where->first,
+              "a block's guarded steps are not exactly the ones before a mask's where(pred, T, fill)");
+      skip_guard(*guard, where->second, j, count);
+    }
+    // Tg[c, rows] += Y·X at the pair, for every c.
     const Stmt* acc = kBackward.under_loop(B.back(), chan_.sym, chan_.from, chan_.to, "accumulation");
     const ExprP expected = substituted(acc_store_->value, by, [&](const Expr& g, const std::vector<Index>&) -> ExprP {
       if (g.name == g_) return get(tg_, gix_, g.prec);
-      if (g.name == p_) return cell;
+      if (g.name == scalar_) return scalar;
       return nullptr;
     });
     kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(acc, [](const Stmt*) {}), j, 0, count - 1,
@@ -494,17 +724,132 @@ class DvLifter {
     return count;
   }
 
-  static bool reads(const ExprP& e, const std::string& node) {
-    bool found = false;
-    for_each_expr(e, [&](const Expr& g) { found = found || (g.kind == ExprKind::Get && g.name == node); });
-    return found;
+  // A store's symbols (plain, one per axis of the scores' shape) -> the pair's indices.
+  static std::map<std::string, Index> cell_map(const std::vector<Index>& store, const std::vector<Index>& at_p) {
+    std::map<std::string, Index> by;
+    for (std::size_t a = 0; a < store.size(); ++a) by[store[a].terms[0].sym] = at_p[a];
+    return by;
   }
 
-  // `if live` around the steps before the where: live is the predicate where it is true longest.
-  void skip_guard(const Stmt& guard, std::size_t guarded, std::optional<std::size_t> where_at, const ExprP& pred,
-                  const std::string& j, std::int64_t count) {
-    require(where_at && guarded == *where_at,
-            "a block's guarded steps are not exactly the ones before the mask's where(pred, T, fill)");
+  // DP = 0, its contraction, ds = p·(dP − D), then the score gradient's links from the one reading
+  // ng up to the scalar: returns the scalar's cell; `where` the first link `0 + where(pred, ds, 0)`.
+  ExprP score_gradient_steps(const std::vector<const Stmt*>& steps, std::size_t k, const std::string& j,
+                             std::int64_t count, const ExprP& p_cell, const std::vector<Index>& at_p,
+                             std::optional<std::pair<std::size_t, ExprP>>& where) {
+    const Tile dpt = tile_of(steps[k], j, count, "probability gradient tile");
+    require(dpt.node != p_cell->name, "the probability gradient's tile is the score tile");
+    const ExprP dp_cell = get(dpt.node, dpt.idx, prec_);
+    kBackward.set(steps[k]->body[0].get(), dpt.node, dpt.idx, constant(0.0, prec_), "probability gradient clearing");
+    contraction_step(steps[k + 1], j, count, dp_cell, at_p, dp_);
+    // ds = p·(dP − D[row]), at the line's precision (a wider one, which the bound also covers, is
+    // left to the term identity at the routine's sizes).
+    {
+      std::vector<Loop> none;
+      const Stmt* st = peel(steps[k + 2], none);
+      require(st->kind != StmtKind::Set || !st->value || st->value->prec == prec_,
+              fmt::format("the block's score gradient is computed at {}, wider than the line's {}: this lift covers one "
+                          "precision",
+                          st->value ? prec_name(st->value->prec) : "?", prec_name(prec_)));
+    }
+    const Tile dst = tile_of(steps[k + 2], j, count, "score gradient tile");
+    require(dst.node != p_cell->name, "the score gradient's tile is the score tile");
+    const ExprP ds_cell = get(dst.node, dst.idx, prec_);
+    const Stmt* ds = steps[k + 2]->body[0].get();
+    const ExprP& v = ds->value;
+    require(v->kind == ExprKind::Binary && v->binop() == BinOp::Mul && v->prec == prec_,
+            "the block's score gradient is not p·(dP − D)");
+    const ExprP diff = same(v->args[0], p_cell) ? v->args[1] : same(v->args[1], p_cell) ? v->args[0] : nullptr;
+    require(diff && diff->kind == ExprKind::Binary && diff->binop() == BinOp::Sub && diff->prec == prec_ &&
+                same(diff->args[0], dp_cell) && diff->args[1]->kind == ExprKind::Get &&
+                target_only_.count(diff->args[1]->name) && diff->args[1]->prec == prec_,
+            "the block's score gradient is not p·(dP − D) with D a row dot of the target's own");
+    rowdot(diff->args[1]->name, diff->args[1]->indices, at_p);
+    // The links, each the source's with its own cell read as 0 and the previous link's as ds.
+    for (std::size_t i = 0; i < dlinks_.size(); ++i) {
+      const Accumulation& lk = dlinks_[dlinks_.size() - 1 - i];
+      const ExprP expected = substituted(lk.store->value, cell_map(lk.store->indices, at_p),
+                                         [&](const Expr& g, const std::vector<Index>&) -> ExprP {
+                                           if (g.name == lk.node) return constant(0.0, node_of(src_, lk.node).prec);
+                                           return g.name == lk.prev ? ds_cell : nullptr;
+                                         });
+      kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(steps[k + 3 + i], [](const Stmt*) {}), j, 0,
+                                         count - 1, "score gradient link " + lk.node),
+                    dst.node, dst.idx, expected, "score gradient link " + lk.node);
+      const ExprP& w = lk.f;
+      if (!where && w->kind == ExprKind::Ternary && w->ternop() == TernOp::Where)
+        where = std::make_pair(k + 3 + i, substituted(w->args[0], cell_map(lk.store->indices, at_p)));
+    }
+    return ds_cell;
+  }
+
+  // D: written by one new statement before the nest, D[rows] = Σ_e dO[rows, e]·O[rows, e] from 0
+  // through a local at the line's precision, the pair's row holding the output-gradient cells the
+  // pair's dP reads (the same e range), each with O at its own cell.
+  void rowdot(const std::string& d, const std::vector<Index>& at_row, const std::vector<Index>& at_p) {
+    std::vector<std::size_t> writers;
+    for (std::size_t t = 0; t < T_.size(); ++t)
+      if (tcensus_[t].writes.count(d)) writers.push_back(t);
+    require(writers.size() == 1 && a_.new_tgt[writers[0]] && writers[0] < nest_pos_,
+            fmt::format("{} is not written by one new statement before the nest", d));
+    rowdot_pos_ = writers[0];
+    std::vector<Loop> rows;
+    const Stmt* st = peel(T_[rowdot_pos_].get(), rows);
+    require(st->kind == StmtKind::Seq && st->body.size() == 4, fmt::format("{}'s statement is not a row dot", d));
+    const std::vector<StmtP>& R = st->body;
+    require(R[0]->kind == StmtKind::DeclareLocal && R[0]->prec == prec_, "the row dot's sum is not a local at the line's precision");
+    const std::string acc = R[0]->name;
+    kBackward.set_local(R[1], acc, constant(0.0, prec_), "row dot's start");
+    require(R[2]->kind == StmtKind::For && R[2]->body.size() == 1 && R[2]->body[0]->kind == StmtKind::SetLocal,
+            "the row dot's sum is not one loop");
+    const Loop e{R[2]->sym, R[2]->from, R[2]->to};
+    const ExprP& v = R[2]->body[0]->value;
+    const ExprP term = other_operand_local(v, acc);
+    require(R[2]->body[0]->name == acc && term && v->prec == prec_ && term->kind == ExprKind::Binary &&
+                term->binop() == BinOp::Mul && term->prec == prec_,
+            "the row dot does not add products into its sum");
+    const int o_at = term->args[0]->kind == ExprKind::Get && term->args[0]->name == roles_.o ? 0 : 1;
+    const ExprP& o = term->args[static_cast<std::size_t>(o_at)];
+    const ExprP& dout = term->args[static_cast<std::size_t>(1 - o_at)];
+    require(o->kind == ExprKind::Get && o->name == roles_.o && dout->kind == ExprKind::Get &&
+                dout->name == roles_.d_out && same_indices(o->indices, dout->indices) &&
+                node_of(src_, roles_.o).dims == node_of(src_, roles_.d_out).dims,
+            fmt::format("the row dot's products are not {}·{} at one cell", roles_.d_out, roles_.o));
+    require(R[3]->kind == StmtKind::Set && R[3]->name == d && R[3]->value->kind == ExprKind::GetLocal &&
+                R[3]->value->name == acc && node_of(tgt_, d).prec == prec_,
+            fmt::format("{} is not stored from the row dot's sum", d));
+    const AxisOf d_axes = plain_axes(tgt_, d, R[3]->indices, rows, "the row dot");
+    require_bijection(rows, d_axes, "the row dot");
+    // The pair's row: the dO cells over e are those dP's contraction reads over its reduced loop.
+    const Loop& red = dp_.reduced[0];
+    require(e.from == red.from && e.to == red.to, "the row dot does not run over dP's value columns");
+    const std::string rho = "\x01e";
+    std::map<std::string, Index> at_pair_row = {{e.sym, Index::iter(rho)}};
+    for (const auto& [sym, axis] : d_axes) at_pair_row[sym] = at_row[static_cast<std::size_t>(axis)];
+    std::map<std::string, Index> dp_by = {{red.sym, Index::iter(rho)}};
+    for (const auto& [sym, axis] : dp_.axis_of) dp_by[sym] = at_p[static_cast<std::size_t>(axis)];
+    const ExprP prod = reduction_product(*dp_.store);
+    const ExprP& src_dout = prod->args[0]->kind == ExprKind::Get && prod->args[0]->name == roles_.d_out ? prod->args[0]
+                                                                                                       : prod->args[1];
+    require(src_dout->kind == ExprKind::Get && src_dout->name == roles_.d_out,
+            fmt::format("{}'s contraction does not read {}", roles_.d_p, roles_.d_out));
+    require(same(substituted(dout, at_pair_row), substituted(src_dout, dp_by)),
+            "the row dot's row is not the output-gradient row the pair's dP reads");
+    width_ = e.to - e.from + 1;
+    // dO as dP read it, O as the source ends with it.
+    same_value(roles_.d_out, a_.rank_src[dp_.pos], rowdot_pos_, "the row dot");
+    same_value(roles_.o, a_.kept.size(), rowdot_pos_, "the row dot");
+  }
+
+  static ExprP other_operand_local(const ExprP& v, const std::string& local) {
+    if (!v || v->kind != ExprKind::Binary || v->binop() != BinOp::Add) return nullptr;
+    const bool a = v->args[0]->kind == ExprKind::GetLocal && v->args[0]->name == local;
+    const bool b = v->args[1]->kind == ExprKind::GetLocal && v->args[1]->name == local;
+    if (a == b) return nullptr;
+    return a ? v->args[1] : v->args[0];
+  }
+
+  // `if live` around steps before a where: live is its predicate where it is true longest.
+  void skip_guard(const Stmt& guard, const ExprP& pred, const std::string& j, std::int64_t count) {
     const int dir = predicate_direction(pred, j);
     require(dir != 2, "the mask's predicate is not monotone in the block's cell");
     const ExprP live = substituted(pred, {{j, Index::fixed(dir > 0 ? count - 1 : 0)}});
@@ -512,55 +857,56 @@ class DvLifter {
     skips_ = true;
   }
 
-  // T += a·b over the reduced loops, the row operand read from its copy.
+  // T += a·b over the reduced loops of contraction `c`, a row operand read from its copy.
   void contraction_step(const Stmt* s, const std::string& j, std::int64_t count, const ExprP& cell,
-                        const std::vector<Index>& at_p) {
+                        const std::vector<Index>& at_p, const Accumulation& c) {
     const Stmt* body = kBackward.under_loop(std::shared_ptr<const Stmt>(s, [](const Stmt*) {}), j, 0, count - 1,
-                                            "contraction");
+                                            "contraction of " + c.node);
     std::vector<Loop> loops;
     const Stmt* st = peel(body, loops);
-    require(loops.size() == reduced_.size(), "the block's contraction does not run over the contraction's reduced loops");
+    require(loops.size() == c.reduced.size(), fmt::format("the block's contraction of {} does not run over its reduced loops", c.node));
     std::map<std::string, Index> by;
-    for (const auto& [sym, axis] : s_axis_of_) by[sym] = at_p[static_cast<std::size_t>(axis)];
-    for (std::size_t r = 0; r < reduced_.size(); ++r) {
-      require(loops[r].from == reduced_[r].from && loops[r].to == reduced_[r].to,
-              "the block's contraction does not run over the contraction's reduced loops");
-      by[reduced_[r].sym] = Index::iter(loops[r].sym);
+    for (const auto& [sym, axis] : c.axis_of) by[sym] = at_p[static_cast<std::size_t>(axis)];
+    for (std::size_t r = 0; r < c.reduced.size(); ++r) {
+      require(loops[r].from == c.reduced[r].from && loops[r].to == c.reduced[r].to,
+              fmt::format("the block's contraction of {} does not run over its reduced loops", c.node));
+      by[c.reduced[r].sym] = Index::iter(loops[r].sym);
     }
-    const ExprP prod = reduction_product(*s_store_);
+    const ExprP prod = reduction_product(*c.store);
     // Each factor read directly or from one of its copies (the tier copies a row once per block
     // form it emits).
-    const std::vector<ExprP> a = factor_reads(prod->args[0], by, loops), b = factor_reads(prod->args[1], by, loops);
+    const std::vector<ExprP> a = factor_reads(prod->args[0], by, loops, c), b = factor_reads(prod->args[1], by, loops, c);
     bool found = false;
     for (const ExprP& fa : a)
       for (const ExprP& fb : b)
         found = found || (st->kind == StmtKind::Set && st->name == cell->name && same_indices(st->indices, cell->indices) &&
                           same(st->value, binary(BinOp::Add, cell, binary(BinOp::Mul, fa, fb, prod->prec),
-                                                 s_store_->value->prec)));
-    require(found, "the fused backward's contraction is not what the fused backward computes");
+                                                 c.store->value->prec)));
+    require(found, fmt::format("the fused backward's contraction of {} is not what the fused backward computes", c.node));
   }
 
-  // A factor of the contraction at the pair, and its reads from the copies made before the blocks
+  // A factor of a contraction at the pair, and its reads from the copies made before the blocks
   // (`for dc in a..b { C[dc, ..] = f(dc) }` over a range holding the reduced loop's, C the nest's
   // own and written nowhere else).
   std::vector<ExprP> factor_reads(const ExprP& f, const std::map<std::string, Index>& by,
-                                  const std::vector<Loop>& loops) const {
+                                  const std::vector<Loop>& loops, const Accumulation& c) const {
     std::vector<ExprP> out = {substituted(f, by)};
-    if (reduced_.size() != 1) return out;
-    for (const Stmt* c : copies_) {
-      if (c->kind != StmtKind::For || c->body.size() != 1 || c->from > reduced_[0].from || c->to < reduced_[0].to) continue;
-      const Stmt* st = c->body[0].get();
+    if (c.reduced.size() != 1) return out;
+    const Loop& red = c.reduced[0];
+    for (const Stmt* cp : copies_) {
+      if (cp->kind != StmtKind::For || cp->body.size() != 1 || cp->from > red.from || cp->to < red.to) continue;
+      const Stmt* st = cp->body[0].get();
       if (st->kind != StmtKind::Set || !target_only_.count(st->name) || st->indices.empty() ||
-          !(st->indices[0] == Index::iter(c->sym)) || node_of(tgt_, st->name).prec != f->prec)
+          !(st->indices[0] == Index::iter(cp->sym)) || node_of(tgt_, st->name).prec != f->prec)
         continue;
       std::map<std::string, Index> at_copy = by;
-      at_copy[reduced_[0].sym] = Index::iter(c->sym);
+      at_copy[red.sym] = Index::iter(cp->sym);
       if (!same(st->value, substituted(f, at_copy))) continue;
       bool rows_only = true;
-      for (std::size_t a = 1; a < st->indices.size(); ++a) rows_only = rows_only && !st->indices[a].mentions(c->sym);
+      for (std::size_t a = 1; a < st->indices.size(); ++a) rows_only = rows_only && !st->indices[a].mentions(cp->sym);
       if (!rows_only || copy_writers(st->name) != 1) continue;
       std::vector<Index> idx;
-      for (const Index& i : st->indices) idx.push_back(i.substituted({{c->sym, Index::iter(loops[0].sym)}}));
+      for (const Index& i : st->indices) idx.push_back(i.substituted({{cp->sym, Index::iter(loops[0].sym)}}));
       out.push_back(get(st->name, idx, f->prec));
     }
     return out;
@@ -576,24 +922,29 @@ class DvLifter {
   const Routine& tgt_;
   std::vector<StmtP> S_, T_;
   std::vector<Census> census_, tcensus_;
-  std::string g_, p_, x_;
+  const osm::BackwardRoles& roles_;
+  std::string g_, scalar_;
+  bool ds_ = false;
   // source
-  std::size_t acc_pos_ = 0, pos_s_zero_ = 0, pos_s_ = 0;
-  std::vector<Loop> acc_loops_, s_loops_, reduced_;
+  std::size_t acc_pos_ = 0;
+  std::vector<Loop> acc_loops_;
   const Stmt* acc_store_ = nullptr;
-  const Stmt* s_store_ = nullptr;
-  ExprP p_read_;
-  AxisOf g_axis_of_, p_axis_of_, s_axis_of_;
-  std::vector<std::string> p_sym_;  // the accumulation's symbol at each axis of P
-  std::string inner_, s_;
-  std::int64_t n_ = 0;
+  ExprP y_read_;
+  AxisOf g_axis_of_, eg_axes_;
+  const Stmt* eg_store_ = nullptr;
+  std::vector<std::string> pair_sym_;  // the accumulation's symbol at each axis of the scores' shape
+  std::string inner_, e_, l_;
+  std::vector<int> l_rows_;
+  std::int64_t n_ = 0, keys_ = 0, width_ = 0;
   Prec prec_ = Prec::F32;
-  std::vector<Link> links_;  // from P's definition down
+  std::vector<Link> links_;  // P's line, from its definition down
+  Accumulation s_, dp_, ng_, lg_;
+  std::vector<Accumulation> dlinks_;  // the score gradient's links, from the scalar down
   std::vector<LeafRead> leaves_;
   // target
   Alignment a_;
   std::set<std::string> target_only_;
-  std::size_t nest_pos_ = 0;
+  std::size_t nest_pos_ = 0, rowdot_pos_ = 0;
   std::vector<Loop> outer_;
   Loop chan_;
   std::vector<const Stmt*> copies_;
@@ -607,12 +958,13 @@ class DvLifter {
 
 }  // namespace
 
-BackwardLift lift_fused_backward_dv(const Routine& src, const Routine& tgt, const std::string& gradient,
-                                    const std::string& scalar, const std::string& operand) {
+BackwardLift lift_fused_backward(const Routine& src, const Routine& tgt, const osm::BackwardRoles& roles,
+                                 const std::string& gradient) {
   static RoutinePairMemo<BackwardLift> proved(4096);
-  const std::string key = gradient + "|" + scalar + "|" + operand;
+  std::string key = gradient;
+  for (const auto& [role, node] : osm::matched_roles(roles)) key += "|" + role + "=" + node;
   if (std::optional<BackwardLift> known = proved.find(src, tgt, key)) return *known;
-  BackwardLift lift = DvLifter(canonical_blocks(src), canonical_blocks(tgt), gradient, scalar, operand).run();
+  BackwardLift lift = BackwardLifter(canonical_blocks(src), canonical_blocks(tgt), roles, gradient).run();
   if (lift.proved) proved.put(src, tgt, key, lift);
   return lift;
 }

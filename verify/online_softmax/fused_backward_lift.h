@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "core/ir.h"
+#include "rewrites/online_softmax/claims.h"
 #include "verify/verdict.h"
 
 namespace fp::verify {
@@ -52,10 +53,11 @@ struct BackwardLift {
   std::vector<std::string> steps;
   std::int64_t pairs = 0, block = 0;  // n and B in these routines
   bool tail = false, skips = false;
+  std::int64_t keys = 0, width = 0;  // dQ, dK: the keys of a row and the value columns of the row dot
 };
 
-// `gradient` the dV node, `scalar` the probabilities it contracts, `operand` the output gradient.
-BackwardLift lift_fused_backward_dv(const Routine& src, const Routine& tgt, const std::string& gradient,
-                                    const std::string& scalar, const std::string& operand);
+// `gradient` one of the application's dV, dQ and dK (`roles` as it names its nodes).
+BackwardLift lift_fused_backward(const Routine& src, const Routine& tgt, const osm::BackwardRoles& roles,
+                                 const std::string& gradient);
 
 }  // namespace fp::verify

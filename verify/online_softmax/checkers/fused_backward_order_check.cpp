@@ -41,7 +41,7 @@ ShrunkPair dv_instance(const Task& t, const osm::BackwardRoles& roles) {
   const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
   if (!emitted || !program_difference(*emitted, t.tgt).empty()) return ShrunkPair{t.src, t.tgt, {}};
   return faithful_cross_check_instance(t.src, t.tgt, t.reemit, [&](const ShrunkPair& p) {
-    return lift_fused_backward_dv(p.src, p.tgt, roles.d_v, roles.p, roles.d_out).proved;
+    return lift_fused_backward(p.src, p.tgt, roles, roles.d_v).proved;
   });
 }
 
@@ -53,7 +53,7 @@ ExactLift dv_lift(const Task& t, const EngineOptions& o) {
     out.why_not = "the claim does not cover the application's dV";
     return out;
   }
-  const BackwardLift lift = lift_fused_backward_dv(t.src, t.tgt, roles.d_v, roles.p, roles.d_out);
+  const BackwardLift lift = lift_fused_backward(t.src, t.tgt, roles, roles.d_v);
   out.steps = lift.steps;
   if (!lift.proved) {
     out.why_not = lift.why_not;
