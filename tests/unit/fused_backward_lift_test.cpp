@@ -231,6 +231,94 @@ TEST(FusedBackwardLift, RefusesAnAccessOutsideItsNode) {
   EXPECT_NE(l.why_not.find("os_bwd_probs_dv is not within its axis 0"), std::string::npos) << l.why_not;
 }
 
+// Every declared mutant of the fused backward is refused by the dQ and dK lifts, or computes the
+// same gradient: two targets the lift accepts are the same fused form, bit for bit.
+TEST(FusedBackwardLift, TheScoreGradientsLiftsAcceptNoMutantThatChangesThem) {
+  const BackwardCase c{3, 4, 2, 2, "causal", Prec::F32};
+  const ShapeInfo* shape = find_shape("online-softmax.fused-backward");
+  ASSERT_NE(shape, nullptr);
+  for (const char* claim : {"backward-dq", "backward-dk"}) {
+    SCOPED_TRACE(claim);
+    const Task t = backward_task(c, claim);
+    const osm::BackwardRoles r = osm::backward_roles(t.app);
+    const std::string g = t.obligation.covers.at(0).node;
+    int refused = 0;
+    for (const Mutant& m : shape->mutants(t.tgt, t.app)) {
+      SCOPED_TRACE(m.id);
+      try {
+        check_routine_or_throw(m.tgt, m.id);
+      } catch (const fp::UserError&) {
+        continue;
+      }
+      const BackwardLift l = lift_fused_backward(t.src, m.tgt, r, g);
+      if (!l.proved) {
+        ++refused;
+        continue;
+      }
+      EXPECT_TRUE(same_outputs(t.src, t.tgt, m.tgt, g)) << "mutant " << m.id << " changes " << g << " and was lifted";
+    }
+    EXPECT_GE(refused, 5);
+  }
+}
+
+// dQ's row dot and its mask link, each right at the routine's sizes and wrong at others: refused.
+TEST(FusedBackwardLift, RefusesADqRightOnlyAtTheGivenSizes) {
+  const Task t = backward_task({3, 4, 2, 2, "causal", Prec::F32}, "backward-dq");
+  const osm::BackwardRoles r = osm::backward_roles(t.app);
+  struct Edit {
+    std::vector<std::pair<std::string, std::string>> replace;
+    std::string refusal;
+  };
+  const std::vector<Edit> edits = {
+      // O read at the only batch and head.
+      {{{"o[bw_b, bw_s, bw_h, bw_value_width]))", "o[0, bw_s, 0, bw_value_width]))"}},
+       "products are not dout·o at one cell"},
+      // The mask link's predicate clipped by a bound every key of sk = 4 is below.
+      {{{"where.f32(lt.i32(idx.i32(4*bw_block + bw_j), idx.i32(bw_s + 2)), os_bwd_dprob_dq",
+         "where.f32(lt.i32(idx.i32(4*bw_block + bw_j), min.i32(idx.i32(bw_s + 2), 9:i32)), os_bwd_dprob_dq"}},
+       "score gradient link"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(e.refusal);
+    const Routine tgt = edited(t.tgt, e.replace);
+    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
+    ASSERT_TRUE(same_outputs(t.src, t.tgt, tgt, r.d_q)) << "the edit changes dQ at this size";
+    const BackwardLift l = lift_fused_backward(t.src, tgt, r, r.d_q);
+    EXPECT_FALSE(l.proved);
+    EXPECT_NE(l.why_not.find(e.refusal), std::string::npos) << l.why_not;
+  }
+}
+
+// A row dot over another query's row (dO and O at one cell, but not the row the pair's dP reads),
+// and one over an O that a kept statement doubles after the backward: the fused form over the
+// source's terms is neither, and the lift refuses both.
+TEST(FusedBackwardLift, RefusesARowDotOverAnotherRowOrAnotherO) {
+  const Task t = backward_task({3, 4, 2, 2, "causal", Prec::F32}, "backward-dq");
+  const osm::BackwardRoles r = osm::backward_roles(t.app);
+  {
+    const Routine tgt =
+        edited(t.tgt, {{"mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], o[bw_b, bw_s, bw_h, bw_value_width])",
+                        "mul.f32(dout[bw_b, 2 - bw_s, bw_h, bw_value_width], o[bw_b, 2 - bw_s, bw_h, bw_value_width])"}});
+    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
+    ASSERT_FALSE(same_outputs(t.src, t.tgt, tgt, r.d_q));
+    const BackwardLift l = lift_fused_backward(t.src, tgt, r, r.d_q);
+    EXPECT_FALSE(l.proved);
+    EXPECT_NE(l.why_not.find("not the output-gradient row the pair's dP reads"), std::string::npos) << l.why_not;
+  }
+  {
+    const std::string twice =
+        "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        for e in 0..1 {\n          o[b, s, h, e] = "
+        "mul.f32(o[b, s, h, e], 2:f32)\n        }\n      }\n    }\n  }\n}\n";
+    std::string src = print_routine(t.src), tgt = print_routine(t.tgt);
+    src.replace(src.rfind("}\n"), 2, twice);
+    tgt.replace(tgt.rfind("}\n"), 2, twice);
+    const Routine s2 = ostest::parse_checked(src, "src.fp"), t2 = ostest::parse_checked(tgt, "tgt.fp");
+    const BackwardLift l = lift_fused_backward(s2, t2, r, r.d_q);
+    EXPECT_FALSE(l.proved);
+    EXPECT_NE(l.why_not.find("writes o between its read in the source and the row dot"), std::string::npos) << l.why_not;
+  }
+}
+
 // A soundness oracle for the lift: random one-token edits of the tier's dV nest that still pass the
 // checker; whenever the lift accepts one, dV must be the original's on random inputs.
 TEST(FusedBackwardLift, RandomEditsTheLiftAcceptsChangeNoDv) {

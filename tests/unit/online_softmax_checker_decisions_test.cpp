@@ -197,6 +197,46 @@ TEST(OnlineSoftmaxCheckerDecisions, AGradientWhoseBoundFormulaIsUnprovedIsNotBou
 }
 
 
+// The fused backward's three gradients of a training step with several blocks and a tail are
+// decided for every size: dV exact, dQ and dK bounded, the bound stated at the routine's sizes.
+TEST(OnlineSoftmaxCheckerDecisions, TheFusedBackwardsGradientsAreDecidedForEverySize) {
+  AttentionSpec s;
+  s.sq = s.sk = 67;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  s.train = true;
+  const std::vector<Task> ts = tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true"});
+  const EngineOptions o = options("backward-all-sizes");
+  const Verdict dv = discharge(task_of(ts, "backward-dv"), o);
+  EXPECT_EQ(dv.kind, VerdictKind::Exact) << dv.message;
+  EXPECT_TRUE(dv.scope.all_sizes) << dv.message;
+  for (const char* claim : {"backward-dq", "backward-dk"}) {
+    SCOPED_TRACE(claim);
+    const Verdict v = discharge(task_of(ts, claim), o);
+    EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+    EXPECT_TRUE(v.scope.all_sizes) << v.message;
+    EXPECT_NE(v.scope.text.find("n = 67 keys, E = 2 value columns, m = 67 terms"), std::string::npos) << v.scope.text;
+    EXPECT_NE(v.message.find("at reduced sizes"), std::string::npos) << v.message;
+  }
+}
+
+// Where the lift does not apply (ds at f32 over an f16 line), the gradient is still decided at the
+// routine's sizes, and the verdict says why it is not for every size.
+TEST(OnlineSoftmaxCheckerDecisions, AGradientTheLiftDoesNotCoverIsBoundedAtItsSizesWithTheReason) {
+  AttentionSpec s;
+  s.sq = s.sk = 3;
+  s.d = s.e = 2;
+  s.precision = Prec::F16;
+  s.train = true;
+  const std::vector<Task> ts = tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true"});
+  const Verdict v = discharge(task_of(ts, "backward-dk"), options("backward-f16"));
+  EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
+  EXPECT_FALSE(v.scope.all_sizes);
+  EXPECT_NE(v.message.find("all-sizes lift not established (the block's score gradient is computed at f32"),
+            std::string::npos)
+      << v.message;
+}
+
 // A stacked training step's fold changes a layer's O as well as its l: the next layer reads O, so
 // the l-gradient of the layer below (computed from the upstream gradient) moves by O's change too.
 // The sum's downstream plan must not charge that to l's REL (it once refuted every fold-sum but

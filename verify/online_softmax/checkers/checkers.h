@@ -32,4 +32,10 @@ ShrunkPair fold_instance(const Task& t, const Limits& limits);
 EmitTarget fold_instance_emit(const Task& t);
 Task fold_instance_task(const Task& t, const ShrunkPair& instance);
 
+// The small instance of a fused-backward task the all-sizes claims of `gradient` are cross-checked
+// on: the tier's fused backward of a shrunk source, when the target is what the tier emits and the
+// lift (fused_backward_lift.h) covers the instance too; else the routine's own sizes
+// (fused_backward_order_check.cpp).
+ShrunkPair fused_backward_instance(const Task& t, const std::string& gradient);
+
 }  // namespace fp::verify

@@ -1,16 +1,20 @@
 // `certified-bound.fused-backward`: the fused backward's dQ and dK (claims `backward-dq`,
 // `backward-dk`) against the composed step, per cell, within the bound of docs/bounds.md §8.
-// `bounded` needs (i) the term identity at the routine's sizes (verify/online_softmax/fused_backward_identity.h:
-// every cell of the gradient, on both sides, the same contraction over the same chain of links of
-// the composed, respectively fused, score gradient the bound is about) and (ii) the bound evaluated
-// from the source's values holding on every cell over the confirmation inputs (the routine's own
-// random inputs and adversarial families: peaked and near-zero probabilities, large and subnormal
-// output gradients), with the worst observed fraction of it reported. A target the identity does
-// not cover falls back to the f64 shadows: the pair's f64 shadows (every node, local and operation
-// at f64, the same constants) are the composed and the fused backward over the reals up to f64
-// rounding, which on inputs in [-1, 1) at a routine's sizes stays many orders of magnitude below
-// the 1e-8 relative (plus 1e-10 absolute) allowed; a cell beyond that (NaN where the source has
-// none, or the reverse, included) is `refuted` with the shadows as the case (its replay:
+// `bounded` needs (i) that the target is the fused form over the source's composed one — for every
+// extent by the structural lift of verify/online_softmax/fused_backward_lift.h with the per-cell
+// order of step (v) lifted too, then the term identity (verify/online_softmax/fused_backward_identity.h)
+// on a small instance the tier emits; else the term identity at the routine's sizes: every cell of
+// the gradient, on both sides, the same contraction over the same chain of links of the composed,
+// respectively fused, score gradient the bound is about — and (ii) the bound evaluated from the
+// source's values holding on every cell over the confirmation inputs (the random inputs of the
+// pair it was identified on and adversarial families: peaked and near-zero probabilities, large and
+// subnormal output gradients), with the worst observed fraction of it reported. With the lift the
+// scope is all sizes and the bound is stated at the routine's n, E and m. A target the identity
+// does not cover falls back to the f64 shadows: the pair's f64 shadows (every node, local and
+// operation at f64, the same constants) are the composed and the fused backward over the reals up
+// to f64 rounding, which on inputs in [-1, 1) at a routine's sizes stays many orders of magnitude
+// below the 1e-8 relative (plus 1e-10 absolute) allowed; a cell beyond that (NaN where the source
+// has none, or the reverse, included) is `refuted` with the shadows as the case (its replay:
 // `flashproof verify --src --tgt --claim bounded:1e-8`), anything else `unknown`.
 
 #include <fmt/format.h>
@@ -32,6 +36,7 @@
 #include "verify/online_softmax/checkers/fused_backward_order_step.h"
 #include "verify/online_softmax/fused_backward_diff_plan.h"
 #include "verify/online_softmax/fused_backward_identity.h"
+#include "verify/online_softmax/fused_backward_lift.h"
 #include "verify/online_softmax/smt/queries.h"
 #include "verify/phase_clock.h"
 #include "verify/search.h"
@@ -220,15 +225,31 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
     if (!nd || !x || nd->prec != x->prec) mixed = n.empty() ? "(unmatched)" : n;
   }
   if (!mixed.empty()) return check_shadows(v, t, o, "the backward's nodes are not all at one precision: " + mixed);
+  // (i) for every extent: the target is the fused form over the source's composed one, structurally
+  // (with the per-cell order of (v) for every block count); the term identity then runs on a small
+  // instance the tier emits, where the bound is also confirmed. Otherwise both at the routine's sizes.
+  const BackwardLift lift = lift_fused_backward(t.src, t.tgt, matched, roles.x);
+  for (const auto& s : lift.steps) v.steps.push_back(s);
+  const GradientOrderLift order = gradient_order_step(v, t, o, roles.x);
+  const bool all_sizes = lift.proved && order.proved;
+  Task on = t;
+  std::string where = "at the routine's sizes";
+  if (all_sizes) {
+    const ShrunkPair small = fused_backward_instance(t, roles.x);
+    on.src = small.src;
+    on.tgt = small.tgt;
+    if (!small.extents.empty()) where = fmt::format("at reduced sizes ({})", extents_text(small.extents));
+  }
   TermStore store(o.limits.max_terms);
-  const BackwardIdentity id = fused_backward_identity(t.src, t.tgt, roles, store);
-  v.steps.push_back(id.check.proved ? id.check.detail : "(i) identity not established: " + id.check.detail);
+  const BackwardIdentity id = fused_backward_identity(on.src, on.tgt, roles, store);
+  v.steps.push_back(id.check.proved ? id.check.detail + " (" + where + ")" : "(i) identity not established: " + id.check.detail);
   if (!id.check.proved) {
-    check_shadows(v, t, o, id.check.detail);
+    check_shadows(v, on, o, id.check.detail);
     if (v.kind == VerdictKind::Unknown && id.check.term_limit) {
       v.reason = UnknownReason::ResourceLimit;
       v.message = "the fused form could not be established at these sizes (" + id.check.detail +
-                  "); the f64 shadows of both routines agree, no bound is proved";
+                  "); the f64 shadows of both routines agree, no bound is proved" +
+                  (lift.proved ? "" : "; all-sizes lift not established: " + lift.why_not);
     }
     return;
   }
@@ -244,6 +265,12 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
         width = std::max<std::int64_t>(width, static_cast<std::int64_t>(pr.dot->size()));
         terms = std::max<std::int64_t>(terms, static_cast<std::int64_t>(cell.pairs.size()));
       }
+  if (all_sizes) {
+    // The bound is instantiated at the routine's sizes, which the lift read.
+    keys = lift.keys;
+    width = lift.width;
+    terms = lift.pairs;
+  }
   if (static_cast<double>(keys + terms + 8) * unit_roundoff(p) >= 1) {
     v.kind = VerdictKind::Unknown;
     v.reason = UnknownReason::Unsupported;
@@ -259,7 +286,7 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   std::string worst_at;
   for (int k = 0; k < inputs; ++k) {
     check_deadline("the fused backward's bound confirmation");
-    const TensorMap in = confirmation_input(t, k, o.limits.seed, p);
+    const TensorMap in = confirmation_input(on, k, o.limits.seed, p);
     const auto values = evaluate_backward_cells(id, store, in, p);
     for (std::size_t c = 0; c < values.size(); ++c) {
       const BackwardCellValue& cv = values[c];
@@ -270,11 +297,12 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
         // function (the shadows refute it, with a case) or the bound itself is at fault — never
         // claim anything then.
         const std::string outside = fmt::format(
-            "cell {} of {} is outside the derived bound on confirmation input {} ({}): source {:a}, target {:a}, "
+            "cell {} of {} is outside the derived bound on confirmation input {} ({}, {}): source {:a}, target {:a}, "
             "bound {:g}",
-            c, roles.x, k, families()[static_cast<std::size_t>(k) % families().size()].name, cv.src, cv.tgt, cv.bound);
+            c, roles.x, k, families()[static_cast<std::size_t>(k) % families().size()].name, where, cv.src, cv.tgt,
+            cv.bound);
         v.steps.push_back(outside);
-        check_shadows(v, t, o, outside);
+        check_shadows(v, on, o, outside);
         if (v.kind == VerdictKind::Refuted) return;
         v.kind = VerdictKind::Unknown;
         v.reason = UnknownReason::Approximation;
@@ -291,8 +319,6 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
       }
     }
   }
-  // (v) the per-cell order over the pairs for every size of the blocked template (Z3, integers).
-  const GradientOrderLift order = gradient_order_step(v, t, o, roles.x);
   // (iii) the γ calculus and (iv) the assembly, for every size (Z3 over the reals; once per process).
   const Proofs& proofs = formula_proofs(o.limits);
   if (!proofs.proved) {
@@ -317,27 +343,43 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
   bi.n = keys;
   bi.worst_observed = worst;
   bi.tightness = worst;
-  bi.parts.push_back(CertificatePart{"(i) identity", "proved", id.check.detail});
+  bi.parts.push_back(CertificatePart{
+      "(i) identity", all_sizes ? "proved for all sizes" : "proved",
+      all_sizes ? "for every extent (structural): " + lift.steps.front() + "; the term identity " + where + ": " +
+                      id.check.detail
+                : id.check.detail + (lift.proved ? "" : "; all-sizes lift not established: " + lift.why_not)});
   bi.parts.push_back(CertificatePart{"(iii) γ calculus", "proved", proofs.calculus});
   bi.parts.push_back(CertificatePart{"(iv) assembly", "proved", proofs.assembly});
   bi.parts.push_back(CertificatePart{"(v) order", order.proved ? "proved for all sizes" : "routine's sizes",
                                      order.proved ? order.statement : "not lifted: " + order.why_not});
   bi.parts.push_back(CertificatePart{
       "(ii) bound", "confirmed",
-      fmt::format("{} inputs ({} rows each; the routine's own random inputs and the families peaked, near-zero-p, "
+      fmt::format("{} inputs {} ({} rows each; the routine's own random inputs and the families peaked, near-zero-p, "
                   "large-dO, subnormal-products), {} cells, 0 outside the bound ({} outside its hypotheses, equal or "
                   "NaN on both sides); worst {:.3g} of the bound{}",
-                  inputs, per_input, cells, unbounded, worst, worst_at.empty() ? "" : " at " + worst_at)});
+                  inputs, where, per_input, cells, unbounded, worst, worst_at.empty() ? "" : " at " + worst_at)});
   v.steps.push_back("bound: " + bi.instantiated);
   v.steps.push_back(bi.parts.back().detail);
   v.kind = VerdictKind::Bounded;
   v.reason = UnknownReason::None;
-  v.scope = Scope{false, concrete_scope(t.src)};
   v.bound = bi;
-  v.message = fmt::format(
-      "{} is the composed gradient within the fused backward's bound per cell (docs/bounds.md §8), at the routine's "
-      "sizes: the target is the fused form by term identity, the bound confirmed on {} cells, worst {:.3g} of it",
-      roles.x, cells, worst);
+  if (all_sizes) {
+    v.scope = Scope{true, fmt::format("all sizes: the fused form for every extent (structural), the bound's formula for "
+                                      "every size (Z3 over the reals); stated for n = {} keys, E = {} value columns, m = "
+                                      "{} terms per cell, the formula's value at other sizes",
+                                      keys, width, terms)};
+    v.message = fmt::format(
+        "{} is the composed gradient within the fused backward's bound per cell (docs/bounds.md §8), for every extent: "
+        "the target is the fused form over the source's composed one (structural over symbolic extents, the per-cell "
+        "order by Z3), the term identity and the bound confirmed {} on {} cells, worst {:.3g} of it",
+        roles.x, where, cells, worst);
+  } else {
+    v.scope = Scope{false, concrete_scope(t.src)};
+    v.message = fmt::format(
+        "{} is the composed gradient within the fused backward's bound per cell (docs/bounds.md §8), at the routine's "
+        "sizes: the target is the fused form by term identity, the bound confirmed on {} cells, worst {:.3g} of it{}",
+        roles.x, cells, worst, lift.proved ? "" : "; all-sizes lift not established (" + lift.why_not + ")");
+  }
 }
 
 }  // namespace

@@ -33,17 +33,16 @@ GradientOrderLift gradient_order_step(Verdict& v, const Task& t, const EngineOpt
   return lift;
 }
 
-namespace {
-
-// The cross-check's instance: the tier's fused backward of a shrunk source, when the target is
-// what the tier emits and the lift covers the instance too; else the routine's own sizes.
-ShrunkPair dv_instance(const Task& t, const osm::BackwardRoles& roles) {
+ShrunkPair fused_backward_instance(const Task& t, const std::string& gradient) {
   const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
   if (!emitted || !program_difference(*emitted, t.tgt).empty()) return ShrunkPair{t.src, t.tgt, {}};
+  const osm::BackwardRoles roles = osm::backward_roles(t.app);
   return faithful_cross_check_instance(t.src, t.tgt, t.reemit, [&](const ShrunkPair& p) {
-    return lift_fused_backward(p.src, p.tgt, roles, roles.d_v).proved;
+    return lift_fused_backward(p.src, p.tgt, roles, gradient).proved;
   });
 }
+
+namespace {
 
 ExactLift dv_lift(const Task& t, const EngineOptions& o) {
   const osm::BackwardRoles roles = osm::backward_roles(t.app);
@@ -72,7 +71,7 @@ ExactLift dv_lift(const Task& t, const EngineOptions& o) {
       "every cell of {} adds, in the inner axis's order, the same products of {} recomputed bit for bit and {}, for "
       "every extent (structural over symbolic extents, {} pairs in blocks of {}{}; {})",
       roles.d_v, roles.p, roles.d_out, lift.pairs, lift.block, lift.tail ? " and a tail" : "", order.statement);
-  out.instance = dv_instance(t, roles);
+  out.instance = fused_backward_instance(t, roles.d_v);
   return out;
 }
 
