@@ -2,7 +2,8 @@
 // composed.fp --tgt my_fold.fp --claim bounded`, verify/online_softmax/pair_recognition.cpp): a
 // fold with its own names, operand order and block is recognized by the fold's all-sizes lift and
 // bounded for every size; each planted fold mutant, written by hand, is refuted with a case that
-// is still a fold; a pair that is not a fold is unknown with the reason.
+// is still a fold; a pair that is not a fold is unknown with the reason. A user's own fused backward
+// is recognized by the fused backward's lift, and a wrong one refuted where it is wrong.
 
 #include <gtest/gtest.h>
 
@@ -79,6 +80,59 @@ TEST(OnlineSoftmaxPairRecognition, AFoldWhoseClaimsDoNotCoverEveryOutputIsNotRec
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_NE(tasks[0].unrecognized.find("do not cover the outputs"), std::string::npos) << tasks[0].unrecognized;
   EXPECT_NE(tasks[0].unrecognized.find("grad_q"), std::string::npos) << tasks[0].unrecognized;
+}
+
+// The tier's fused backward of a training step (its forward composed), as its only backward task.
+Task tier_backward(const AttentionSpec& s) {
+  const Config cfg = make_config("", {"online_softmax=true", "online_softmax_backward=true"}, {});
+  for (const Task& t : tier_tasks(build_attention(s), cfg, {}, "attention.fp", "repro").tasks)
+    if (t.shape == "online-softmax.fused-backward") return t;
+  ADD_FAILURE() << "no fused backward";
+  return Task{};
+}
+
+// A user's own fused backward — the tier's, every name of its own renamed and the row dot's product
+// commuted — is recognized by the fused backward's lift: dV exact and dQ, dK bounded, every size.
+TEST(OnlineSoftmaxPairRecognition, AHandWrittenFusedBackwardIsProvedForEverySize) {
+  AttentionSpec s = small_causal();
+  s.train = true;
+  const Task bw = tier_backward(s);
+  std::string text = ostest::replaced_all(print_routine(bw.tgt), "os_bwd_", "my_");
+  text = ostest::replaced_all(text, "mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], o[bw_b, bw_s, bw_h, bw_value_width])",
+                              "mul.f32(o[bw_b, bw_s, bw_h, bw_value_width], dout[bw_b, bw_s, bw_h, bw_value_width])");
+  const Routine mine = parse_routine(ostest::replaced_all(text, "bw_", "me_"), "my_step.fp");
+  const std::vector<Task> tasks = pair_tasks(bw.src, mine, kCertifiedClaim, "my_step.fp", "repro", Limits{});
+  ASSERT_EQ(tasks.size(), 3u) << (tasks.empty() ? "" : tasks[0].unrecognized);
+  for (const Task& t : tasks) {
+    SCOPED_TRACE(t.obligation.claim);
+    const Verdict v = discharge(t, testing::engine_options("pair-backward"));
+    EXPECT_EQ(v.kind, t.obligation.claim == "backward-dv" ? VerdictKind::Exact : VerdictKind::Bounded) << v.message;
+    EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
+  }
+}
+
+// A hand-written fused backward whose dQ nest shifts the scores the wrong way (exp(max − x)): the
+// lift refuses dQ, which its checks at the pair's sizes refute; dV and dK stay proved.
+TEST(OnlineSoftmaxPairRecognition, AWrongHandWrittenFusedBackwardIsRefutedWhereItIsWrong) {
+  AttentionSpec s = small_causal();
+  s.train = true;
+  const Task bw = tier_backward(s);
+  const std::string from = "sub.f32(os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h], row_max[bw_b, bw_s, bw_h])";
+  std::string text = print_routine(bw.tgt);
+  ASSERT_NE(text.find(from), std::string::npos);
+  text = ostest::replaced_all(text, from, "sub.f32(row_max[bw_b, bw_s, bw_h], os_bwd_probs_dq[bw_j, bw_b, bw_s, bw_h])");
+  const Routine wrong = parse_routine(text, "wrong_step.fp");
+  const std::vector<Task> tasks = pair_tasks(bw.src, wrong, kCertifiedClaim, "wrong_step.fp", "repro", Limits{});
+  ASSERT_EQ(tasks.size(), 3u) << (tasks.empty() ? "" : tasks[0].unrecognized);
+  for (const Task& t : tasks) {
+    SCOPED_TRACE(t.obligation.claim);
+    const Verdict v = discharge(t, testing::engine_options("pair-backward-wrong"));
+    if (t.obligation.claim == "backward-dq") {
+      EXPECT_EQ(v.kind, VerdictKind::Refuted) << v.message;
+    } else {
+      EXPECT_TRUE(v.scope.all_sizes) << v.message;
+    }
+  }
 }
 
 // Every declared fold mutant that changes the output, written by hand, is refuted; its case is

@@ -10,14 +10,21 @@
 // routine's sizes (a wrong fold is refuted there), and the lift's first failed condition is in
 // their steps. A counterexample's sizes shrink only to pairs whose skeleton relations (block count
 // ceil(sk / bk), tail guard at sk, O stored on the last block) are what they were: still a fold,
-// with the same defect. The claims must cover every output of the pair; a target with other
-// rewrites too (a fused backward, a second layer's fold) is not recognized.
+// with the same defect. A user's own fused backward of a training step is recognized the same
+// way: the matcher's fused-backward application on the source, and the fused backward's lift
+// (fused_backward_lift.h) of each of dV, dQ and dK on the target as written (its names, operand
+// order, loop order of independent loops and block size); then the pair gets the backward's
+// obligations (dV exact, dQ and dK bounded, every extent; their checks at the target's own sizes,
+// as no tier emits a small instance of it), and a refuted case keeps the target's sizes. The claims
+// must cover every output of the pair; a target with other rewrites too (a fused backward with a
+// folded forward, a second layer's fold) is not recognized.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +33,7 @@
 #include "rewrites/online_softmax/claims.h"
 #include "rewrites/online_softmax/online_softmax.h"
 #include "verify/online_softmax/fold_lift.h"
+#include "verify/online_softmax/fused_backward_lift.h"
 #include "verify/online_softmax/proofs.h"
 
 namespace fp::verify {
@@ -137,6 +145,64 @@ std::string uncovered_outputs(const Routine& src, const PairRecognition& r) {
   return fmt::format("{}", fmt::join(missing, ", "));
 }
 
+// The target keeps none of the source's top-level statements the application consumes (the
+// composed backward, every gradient's accumulation among them) and declares nodes of its own.
+bool rewrites_every_gradient(const Routine& src, const Routine& tgt, const Application& app) {
+  const std::vector<StmtP> S = top_level_statements(src), T = top_level_statements(tgt);
+  for (int pos : app.statements) {
+    const std::size_t i = static_cast<std::size_t>(pos - 1);
+    if (i >= S.size() || S[i]->kind == StmtKind::Zero) continue;
+    for (const StmtP& t : T)
+      if (equal(S[i], t)) return false;
+  }
+  return std::any_of(tgt.nodes.begin(), tgt.nodes.end(), [&](const Node& n) { return !src.find_node(n.name); });
+}
+
+// The fused backward's obligations on the pair when every gradient's lift holds (or the target
+// rewrites every gradient: rewrites_every_gradient); else the reason
+// (in `why`) and nothing.
+std::optional<PairRecognition> recognize_backward(const Routine& src, const Routine& tgt, std::vector<std::string>& why) {
+  const MemberOutput matched = osm::rewrite(src, osm::RewriteOptions::only(osm::kFusedBackwardId));
+  for (const Application& app : matched.applications) {
+    if (app.shape != osm::kFusedBackwardId) continue;
+    const int at = app.statements.empty() ? 0 : app.statements[0];
+    const osm::BackwardRoles roles = osm::backward_roles(app);
+    std::string failed;
+    for (const std::string& g : {roles.d_v, roles.d_q, roles.d_k}) {
+      const BackwardLift lift = lift_fused_backward(src, tgt, roles, g);
+      if (!lift.proved && failed.empty()) failed = g + ": " + lift.why_not;
+    }
+    if (!failed.empty() && !rewrites_every_gradient(src, tgt, app)) {
+      why.push_back(fmt::format("the target is not a fused backward of the training step at statement {} ({})", at, failed));
+      continue;
+    }
+    // Lifted, or the target replaces every gradient's accumulation with its own statements: the
+    // checkers decide (at the pair's sizes where a lift fails, naming its first failed condition).
+    PairRecognition r;
+    for (const Obligation& ob : app.obligations) {
+      Task t;
+      t.id = "pair." + ob.claim;
+      t.member = app.member;
+      t.shape = app.shape;
+      t.app = app;
+      t.obligation = ob;
+      t.src = src;
+      t.tgt = tgt;
+      // A hand-written backward hard-codes its blocks: a case keeps the pair's sizes.
+      t.faithful_resize = [](const Routine&, const Routine&) { return false; };
+      r.tasks.push_back(std::move(t));
+    }
+    if (std::string missing = uncovered_outputs(src, r); !missing.empty()) {
+      why.push_back(fmt::format("the target is a fused backward of the training step at statement {}, but its claims "
+                                "do not cover the outputs {}",
+                                at, missing));
+      continue;
+    }
+    return r;
+  }
+  return std::nullopt;
+}
+
 PairRecognition recognize(const Routine& src, const Routine& tgt, const Limits& limits) {
   // The matcher's applications on the source (any block: only its roles and claims are read).
   const MemberOutput matched = osm::rewrite(src, osm::RewriteOptions::only(osm::kBlockFoldId, 2));
@@ -162,6 +228,7 @@ PairRecognition recognize(const Routine& src, const Routine& tgt, const Limits& 
     }
     return r;
   }
+  if (std::optional<PairRecognition> backward = recognize_backward(src, tgt, why)) return *backward;
   if (why.empty()) {
     const std::string declined =
         matched.declines.empty() ? std::string("no composed attention (max, exp, sum, divide, value pass) matched")
