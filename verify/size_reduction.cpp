@@ -325,6 +325,29 @@ ShrunkPair faithful_cross_check_instance(const Routine& src, const Routine& tgt,
   return four.extents.empty() || accept(four) ? four : eight;
 }
 
+ShrunkPair faithful_cross_check_instance(const Routine& origin, const EmitTarget& reach, const Routine& src,
+                                         const Routine& tgt, const EmitTarget& emit,
+                                         const std::function<bool(const ShrunkPair&)>& accept) {
+  ScopedPhase phase("cross-check instance");
+  const ShrunkPair whole{src, tgt, {}};
+  const EmitTarget itself = [](const Routine& r) { return std::optional<Routine>(r); };
+  // The pair at a shrunk origin: its round's source, and the target emitted for it.
+  auto pair_at = [&](const ShrunkPair& o) -> std::optional<ShrunkPair> {
+    if (o.extents.empty()) return std::nullopt;
+    std::optional<Routine> s = reach(o.src);
+    if (!s || !well_formed(*s)) return std::nullopt;
+    std::optional<Routine> t = emit(*s);
+    if (!t || !well_formed(*t)) return std::nullopt;
+    return ShrunkPair{std::move(*s), std::move(*t), o.extents};
+  };
+  const ShrunkPair o8 = faithful_shrink(ShrunkPair{origin, origin, {}}, 8, itself);
+  const std::optional<ShrunkPair> eight = pair_at(o8);
+  if (!eight || !accept(*eight)) return whole;
+  if (routine_work(eight->src) + routine_work(eight->tgt) <= kCrossCheckInstanceWork) return *eight;
+  const std::optional<ShrunkPair> four = pair_at(faithful_shrink(o8, 4, itself));
+  return four && accept(*four) ? *four : *eight;
+}
+
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,
                            const SizeReductionOptions& o) {
   SizeReduction res;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "core/diagnostic.h"
@@ -133,12 +135,32 @@ std::optional<Routine> isolated_target(const Routine& src, const MemberOutput& o
   return out.routine;
 }
 
+// The tier's runs on resized copies of one routine, kept while their tasks live: every task of
+// an application (and every application of a round) reaches its round from the same runs.
+class TierRuns {
+ public:
+  const RewriteResult& run(const Routine& o, const Config& config, const TierOptions& options) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [body, result] : runs_)
+      if (body == o.body) return *result;
+    if (runs_.size() >= 8) runs_.erase(runs_.begin());
+    runs_.emplace_back(o.body, std::make_shared<const RewriteResult>(run_tier(o, config, options)));
+    return *runs_.back().second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<StmtP, std::shared_ptr<const RewriteResult>>> runs_;
+};
+
 }  // namespace
 
 TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& options,
                      const std::string& file, const std::string& repro_base) {
   TierTasks tt;
   tt.result = run_tier(r, config, options);
+  const auto origin = std::make_shared<const Routine>(r);
+  const auto reach_cache = std::make_shared<TierRuns>();
   std::map<std::pair<int, std::string>, MemberOutput> outputs;
   int k = 0;
   for (const Application& app : tt.result.applications) {
@@ -157,6 +179,12 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
       return isolated_target(s, apply_alone(s, c, app), app);
     };
     auto reemit = [reemit_with](const Routine& s) { return reemit_with(s, {}); };
+    auto reach = [config, options, app, cache = reach_cache](const Routine& o) -> std::optional<Routine> {
+      const RewriteResult& res = cache->run(o, config, options);
+      for (const auto& snap : res.rounds)
+        if (snap.round == app.round && snap.member == app.member) return res.round_input(o, app.round, app.member);
+      return std::nullopt;
+    };
     for (const Obligation& ob : app.obligations) {
       Task t;
       t.id = fmt::format("{}.{}", k, ob.claim);
@@ -170,6 +198,8 @@ TierTasks tier_tasks(const Routine& r, const Config& config, const TierOptions& 
       t.repro = repro_base + " --obligation " + t.id;
       t.reemit = reemit;
       t.reemit_with = reemit_with;
+      t.origin = origin;
+      t.reach = reach;
       tt.tasks.push_back(std::move(t));
     }
   }

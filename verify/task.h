@@ -10,6 +10,7 @@
 // pair it is about.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +41,12 @@ struct Task {
   // re-emit a small instance under its own keys (a block size that leaves several blocks and a tail).
   using Settings = std::vector<std::pair<std::string, std::string>>;
   std::function<std::optional<Routine>(const Routine& s, const Settings& settings)> reemit_with;
+  // Tier tasks: the routine the tier ran on, and this task's source for that routine resized (the
+  // tier re-run up to the task's round; nullopt when it does not reach it): a source holding an
+  // earlier round's rewrite, which hard-codes its sizes, is shrunk through them
+  // (verify/size_reduction.h). Empty for hand-written pairs.
+  std::shared_ptr<const Routine> origin;
+  std::function<std::optional<Routine>(const Routine& origin)> reach;
   // A kCertifiedClaim pair no member recognized: every member's reason.
   std::string unrecognized;
   // A recognized hand pair (no reemit): which resized pairs are still an instance of the member's

@@ -54,10 +54,13 @@ ShrunkPair fold_instance(const Task& t, const Limits& limits) {
   // or hand-edited target that the lift still covers is cross-checked at its own sizes).
   const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
   const bool tiers = emitted && program_difference(*emitted, t.tgt).empty();
-  ShrunkPair small = !tiers ? ShrunkPair{t.src, t.tgt, {}}
-                            : faithful_cross_check_instance(t.src, t.tgt, emit, [&](const ShrunkPair& p) {
-                                return lift_fold(p.src, p.tgt, t.app, limits).proved;
-                              });
+  const auto lifted = [&](const ShrunkPair& p) { return lift_fold(p.src, p.tgt, t.app, limits).proved; };
+  // Shrunk through the routine the tier ran on where the task knows it: a source holding an earlier
+  // round's rewrite (the fused backward) hard-codes sizes too.
+  const ShrunkPair small =
+      !tiers                    ? ShrunkPair{t.src, t.tgt, {}}
+      : t.origin && t.reach     ? faithful_cross_check_instance(*t.origin, t.reach, t.src, t.tgt, emit, lifted)
+                                : faithful_cross_check_instance(t.src, t.tgt, emit, lifted);
   memo.put(t.src, t.tgt, key, small);
   return small;
 }

@@ -48,6 +48,10 @@ namespace {
 constexpr double kShadowRel = 1e-8;
 constexpr double kShadowAbs = 1e-10;
 constexpr int kShadowSeeds = 8;
+// The confirmation evaluates the cells' terms once per input: about this many term evaluations in
+// all. A deep instance (a 24-layer step, whose every gradient's terms reach back through the layers
+// before it) then gets fewer inputs — at least 8 — rather than seconds per obligation.
+constexpr double kConfirmationEvaluations = 4e6;
 
 Prec widened(Prec p) {
   return is_float(p) ? Prec::F64 : p;
@@ -280,7 +284,13 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
     return;
   }
   const std::int64_t per_input = std::max<std::int64_t>(1, static_cast<std::int64_t>(rows.size()));
-  const int inputs = static_cast<int>(std::clamp<std::int64_t>((o.limits.mpfr_rows + per_input - 1) / per_input, 8, 4000));
+  const std::int64_t by_rows = (o.limits.mpfr_rows + per_input - 1) / per_input;
+  const auto by_work = static_cast<std::int64_t>(kConfirmationEvaluations / static_cast<double>(std::max<std::size_t>(store.size(), 1)));
+  const int inputs = static_cast<int>(std::clamp<std::int64_t>(std::min(by_rows, by_work), 8, 4000));
+  const std::string capped =
+      by_work < by_rows && inputs > 8 ? fmt::format(", capped by the {} terms evaluated per input", store.size())
+      : by_work < by_rows             ? fmt::format(", the floor of 8 (the terms, {} per input, would allow fewer)", store.size())
+                                      : "";
   std::int64_t cells = 0, unbounded = 0;
   double worst = 0;
   std::string worst_at;
@@ -354,10 +364,10 @@ void certify(Verdict& v, const Task& t, const EngineOptions& o) {
                                      order.proved ? order.statement : "not lifted: " + order.why_not});
   bi.parts.push_back(CertificatePart{
       "(ii) bound", "confirmed",
-      fmt::format("{} inputs {} ({} rows each; the routine's own random inputs and the families peaked, near-zero-p, "
+      fmt::format("{} inputs {} ({} rows each{}; the routine's own random inputs and the families peaked, near-zero-p, "
                   "large-dO, subnormal-products), {} cells, 0 outside the bound ({} outside its hypotheses, equal or "
                   "NaN on both sides); worst {:.3g} of the bound{}",
-                  inputs, where, per_input, cells, unbounded, worst, worst_at.empty() ? "" : " at " + worst_at)});
+                  inputs, where, per_input, capped, cells, unbounded, worst, worst_at.empty() ? "" : " at " + worst_at)});
   v.steps.push_back("bound: " + bi.instantiated);
   v.steps.push_back(bi.parts.back().detail);
   v.kind = VerdictKind::Bounded;

@@ -37,9 +37,11 @@ ShrunkPair fused_backward_instance(const Task& t, const std::string& gradient) {
   const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
   if (!emitted || !program_difference(*emitted, t.tgt).empty()) return ShrunkPair{t.src, t.tgt, {}};
   const osm::BackwardRoles roles = osm::backward_roles(t.app);
-  return faithful_cross_check_instance(t.src, t.tgt, t.reemit, [&](const ShrunkPair& p) {
-    return lift_fused_backward(p.src, p.tgt, roles, gradient).proved;
-  });
+  const auto lifted = [&](const ShrunkPair& p) { return lift_fused_backward(p.src, p.tgt, roles, gradient).proved; };
+  // Shrunk through the routine the tier ran on where the task knows it (a source holding an earlier
+  // round's rewrite hard-codes sizes too).
+  if (t.origin && t.reach) return faithful_cross_check_instance(*t.origin, t.reach, t.src, t.tgt, t.reemit, lifted);
+  return faithful_cross_check_instance(t.src, t.tgt, t.reemit, lifted);
 }
 
 namespace {
