@@ -99,8 +99,9 @@ using EmitTarget = std::function<std::optional<Routine>(const Routine& src)>;
 ShrunkPair faithful_cross_check_instance(const Routine& src, const Routine& tgt, const EmitTarget& emit,
                                          const std::function<bool(const ShrunkPair&)>& accept);
 // The same for a pair whose source holds an earlier round's rewrite, which hard-codes its sizes
-// too (a fold after the fused backward): the routine the tier ran on (`origin`) is shrunk instead,
-// `reach` re-runs the tier's earlier rounds on it (a task's reach), `emit` makes the target.
+// too (a rewrite in a round after one that emitted blocks): the routine the tier ran on
+// (`origin`) is shrunk instead, `reach` re-runs the tier's earlier rounds on it (a task's reach),
+// `emit` makes the target.
 ShrunkPair faithful_cross_check_instance(const Routine& origin, const EmitTarget& reach, const Routine& src,
                                          const Routine& tgt, const EmitTarget& emit,
                                          const std::function<bool(const ShrunkPair&)>& accept);
