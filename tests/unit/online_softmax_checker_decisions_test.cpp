@@ -237,6 +237,24 @@ TEST(OnlineSoftmaxCheckerDecisions, AGradientTheLiftDoesNotCoverIsBoundedAtItsSi
       << v.message;
 }
 
+// With the fused backward in round 1, the fold's round-2 source holds the backward's blocks, whose
+// sizes are hard-coded: its cross-check instance is shrunk through the routine the tier ran on
+// (it once fell back to the routine's own sizes: a 144 GiB concrete check on the 24-layer model).
+TEST(OnlineSoftmaxCheckerDecisions, AFoldAfterTheFusedBackwardIsCrossCheckedOnAShrunkInstance) {
+  AttentionSpec s;
+  s.sq = s.sk = 70;
+  s.d = s.e = 2;
+  s.mask = "causal";
+  s.train = true;
+  const std::vector<Task> ts =
+      tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true", "online_softmax_block=16"});
+  const Task& t = task_of(ts, "fold-max");
+  const Verdict v = discharge(t, options("fold-after-backward"));
+  EXPECT_EQ(v.kind, VerdictKind::Exact) << v.message;
+  EXPECT_TRUE(v.scope.all_sizes);
+  EXPECT_NE(v.message.find("at reduced sizes (70→"), std::string::npos) << v.message;
+}
+
 // A stacked training step's fold changes a layer's O as well as its l: the next layer reads O, so
 // the l-gradient of the layer below (computed from the upstream gradient) moves by O's change too.
 // The sum's downstream plan must not charge that to l's REL (it once refuted every fold-sum but
