@@ -250,26 +250,14 @@ TEST(FoldLift, RandomEditsTheLiftAcceptsChangeNoOutput) {
     ASSERT_FALSE(ts.empty());
     const std::string text = print_routine(ts[0].tgt);
     for (int k = 0; k < 60; ++k) {
-      const auto& [from, to] = swaps[rng() % swaps.size()];
-      std::vector<std::size_t> at;
-      for (std::size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + 1)) at.push_back(p);
-      if (at.empty()) continue;
-      std::string edited_text = text;
-      const std::size_t where = at[rng() % at.size()];
-      edited_text.replace(where, from.size(), to);
-      Routine tgt;
-      try {
-        tgt = parse_routine(edited_text, "edit.fp");
-        check_routine_or_throw(tgt, "edit.fp");
-      } catch (const std::exception&) {
-        continue;  // not a well-formed program
-      }
+      std::string what;
+      const std::optional<Routine> tgt = ostest::random_edit(text, 0, swaps, rng, what);
+      if (!tgt) continue;
       ++tried;
-      const FoldLift lift = lift_fold(ts[0].src, tgt, ts[0].app, Limits{});
+      const FoldLift lift = lift_fold(ts[0].src, *tgt, ts[0].app, Limits{});
       if (!lift.proved) continue;
       ++accepted;
-      EXPECT_TRUE(same_outputs(ts[0].src, ts[0].tgt, tgt))
-          << "the lift accepted an edit that changes an output: '" << from << "' -> '" << to << "' at " << where;
+      EXPECT_TRUE(same_outputs(ts[0].src, ts[0].tgt, *tgt)) << "the lift accepted an edit that changes an output: " << what;
     }
   }
   EXPECT_GE(tried, 100);

@@ -70,6 +70,19 @@ std::string dv(const Task& t) {
   return osm::backward_roles(t.app).d_v;
 }
 
+// `edit` of t's target is a program that changes `node` at t's sizes exactly when `changes`, and
+// the lift of `node` refuses it, naming `refusal`.
+void expect_refused(const Task& t, const std::vector<std::pair<std::string, std::string>>& edit, const std::string& node,
+                    bool changes, const std::string& refusal) {
+  const Routine tgt = edited(t.tgt, edit);
+  ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
+  ASSERT_EQ(!same_outputs(t.src, t.tgt, tgt, node), changes)
+      << (changes ? "the edit changes nothing" : "the edit changes " + node + " at this size");
+  const BackwardLift l = lift_fused_backward(t.src, tgt, osm::backward_roles(t.app), node);
+  EXPECT_FALSE(l.proved);
+  EXPECT_NE(l.why_not.find(refusal), std::string::npos) << l.why_not;
+}
+
 TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
   const std::vector<BackwardCase> cases = {
       {3, 4, 2, 2, "causal", Prec::F32},     {5, 4, 2, 3, "none", Prec::F32},    {4, 5, 3, 2, "padding:1", Prec::F16},
@@ -165,12 +178,7 @@ TEST(FusedBackwardLift, RefusesATargetRightOnlyAtTheGivenSizes) {
     SCOPED_TRACE(e.why + ": " + name_of(e.c));
     const Task t = dv_task(e.c);
     ASSERT_TRUE(lift(t, t.tgt).proved);
-    const Routine tgt = edited(t.tgt, e.replace);
-    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
-    ASSERT_TRUE(same_outputs(t.src, t.tgt, tgt, dv(t))) << "the edit changes dV at this size";
-    const BackwardLift l = lift(t, tgt);
-    EXPECT_FALSE(l.proved);
-    EXPECT_NE(l.why_not.find(e.refusal), std::string::npos) << l.why_not;
+    expect_refused(t, e.replace, dv(t), /*changes=*/false, e.refusal);
   }
 }
 
@@ -192,12 +200,7 @@ TEST(FusedBackwardLift, RefusesAWrongRecomputation) {
   };
   for (const Wrong& w : wrongs) {
     SCOPED_TRACE(w.refusal);
-    const Routine tgt = edited(t.tgt, w.replace);
-    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
-    ASSERT_FALSE(same_outputs(t.src, t.tgt, tgt, dv(t))) << "the edit changes nothing";
-    const BackwardLift l = lift(t, tgt);
-    EXPECT_FALSE(l.proved);
-    EXPECT_NE(l.why_not.find(w.refusal), std::string::npos) << l.why_not;
+    expect_refused(t, w.replace, dv(t), /*changes=*/true, w.refusal);
   }
 }
 
@@ -280,12 +283,7 @@ TEST(FusedBackwardLift, RefusesADqRightOnlyAtTheGivenSizes) {
   };
   for (const Edit& e : edits) {
     SCOPED_TRACE(e.refusal);
-    const Routine tgt = edited(t.tgt, e.replace);
-    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
-    ASSERT_TRUE(same_outputs(t.src, t.tgt, tgt, r.d_q)) << "the edit changes dQ at this size";
-    const BackwardLift l = lift_fused_backward(t.src, tgt, r, r.d_q);
-    EXPECT_FALSE(l.proved);
-    EXPECT_NE(l.why_not.find(e.refusal), std::string::npos) << l.why_not;
+    expect_refused(t, e.replace, r.d_q, /*changes=*/false, e.refusal);
   }
 }
 
@@ -295,16 +293,10 @@ TEST(FusedBackwardLift, RefusesADqRightOnlyAtTheGivenSizes) {
 TEST(FusedBackwardLift, RefusesARowDotOverAnotherRowOrAnotherO) {
   const Task t = backward_task({3, 4, 2, 2, "causal", Prec::F32}, "backward-dq");
   const osm::BackwardRoles r = osm::backward_roles(t.app);
-  {
-    const Routine tgt =
-        edited(t.tgt, {{"mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], o[bw_b, bw_s, bw_h, bw_value_width])",
-                        "mul.f32(dout[bw_b, 2 - bw_s, bw_h, bw_value_width], o[bw_b, 2 - bw_s, bw_h, bw_value_width])"}});
-    ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
-    ASSERT_FALSE(same_outputs(t.src, t.tgt, tgt, r.d_q));
-    const BackwardLift l = lift_fused_backward(t.src, tgt, r, r.d_q);
-    EXPECT_FALSE(l.proved);
-    EXPECT_NE(l.why_not.find("not the output-gradient row the pair's dP reads"), std::string::npos) << l.why_not;
-  }
+  expect_refused(t,
+                 {{"mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], o[bw_b, bw_s, bw_h, bw_value_width])",
+                   "mul.f32(dout[bw_b, 2 - bw_s, bw_h, bw_value_width], o[bw_b, 2 - bw_s, bw_h, bw_value_width])"}},
+                 r.d_q, /*changes=*/true, "not the output-gradient row the pair's dP reads");
   {
     const std::string twice =
         "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        for e in 0..1 {\n          o[b, s, h, e] = "
@@ -338,25 +330,13 @@ TEST(FusedBackwardLift, RandomEditsTheLiftAcceptsChangeNoDv) {
     const std::size_t from_at = text.find("os_bwd_rows_k_dv[");
     ASSERT_NE(from_at, std::string::npos);
     for (int k = 0; k < 50; ++k) {
-      const auto& [from, to] = swaps[rng() % swaps.size()];
-      std::vector<std::size_t> at;
-      for (std::size_t p = text.find(from, from_at); p != std::string::npos; p = text.find(from, p + 1)) at.push_back(p);
-      if (at.empty()) continue;
-      std::string edited_text = text;
-      const std::size_t where = at[rng() % at.size()];
-      edited_text.replace(where, from.size(), to);
-      Routine tgt;
-      try {
-        tgt = parse_routine(edited_text, "edit.fp");
-        check_routine_or_throw(tgt, "edit.fp");
-      } catch (const std::exception&) {
-        continue;  // not a well-formed program
-      }
+      std::string what;
+      const std::optional<Routine> tgt = ostest::random_edit(text, from_at, swaps, rng, what);
+      if (!tgt) continue;
       ++tried;
-      if (!lift(t, tgt).proved) continue;
+      if (!lift(t, *tgt).proved) continue;
       ++accepted;
-      EXPECT_TRUE(same_outputs(t.src, t.tgt, tgt, dv(t)))
-          << "the lift accepted an edit that changes dV: '" << from << "' -> '" << to << "' at " << where;
+      EXPECT_TRUE(same_outputs(t.src, t.tgt, *tgt, dv(t))) << "the lift accepted an edit that changes dV: " << what;
     }
   }
   EXPECT_GE(tried, 60);

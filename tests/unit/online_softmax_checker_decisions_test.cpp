@@ -61,6 +61,17 @@ Task causal_fold_output() {
   return task_of(tier_tasks_of(s, {"online_softmax=true", "online_softmax_block=2"}), "fold-output");
 }
 
+// A training step of sq = sk = n, d = e = 2.
+AttentionSpec training_step(std::int64_t n, const char* mask, Prec p = Prec::F32) {
+  AttentionSpec s;
+  s.sq = s.sk = n;
+  s.d = s.e = 2;
+  s.mask = mask;
+  s.precision = p;
+  s.train = true;
+  return s;
+}
+
 EngineOptions options(const std::string& tag) {
   EngineOptions o = testing::engine_options("osm-decisions-" + tag, 200);
   return o;
@@ -200,12 +211,8 @@ TEST(OnlineSoftmaxCheckerDecisions, AGradientWhoseBoundFormulaIsUnprovedIsNotBou
 // The fused backward's three gradients of a training step with several blocks and a tail are
 // decided for every size: dV exact, dQ and dK bounded, the bound stated at the routine's sizes.
 TEST(OnlineSoftmaxCheckerDecisions, TheFusedBackwardsGradientsAreDecidedForEverySize) {
-  AttentionSpec s;
-  s.sq = s.sk = 67;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  s.train = true;
-  const std::vector<Task> ts = tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true"});
+  const std::vector<Task> ts =
+      tier_tasks_of(training_step(67, "causal"), {"online_softmax=true", "online_softmax_backward=true"});
   const EngineOptions o = options("backward-all-sizes");
   const Verdict dv = discharge(task_of(ts, "backward-dv"), o);
   EXPECT_EQ(dv.kind, VerdictKind::Exact) << dv.message;
@@ -223,12 +230,8 @@ TEST(OnlineSoftmaxCheckerDecisions, TheFusedBackwardsGradientsAreDecidedForEvery
 // Where the lift does not apply (ds at f32 over an f16 line), the gradient is still decided at the
 // routine's sizes, and the verdict says why it is not for every size.
 TEST(OnlineSoftmaxCheckerDecisions, AGradientTheLiftDoesNotCoverIsBoundedAtItsSizesWithTheReason) {
-  AttentionSpec s;
-  s.sq = s.sk = 3;
-  s.d = s.e = 2;
-  s.precision = Prec::F16;
-  s.train = true;
-  const std::vector<Task> ts = tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true"});
+  const std::vector<Task> ts =
+      tier_tasks_of(training_step(3, "none", Prec::F16), {"online_softmax=true", "online_softmax_backward=true"});
   const Verdict v = discharge(task_of(ts, "backward-dk"), options("backward-f16"));
   EXPECT_EQ(v.kind, VerdictKind::Bounded) << v.message;
   EXPECT_FALSE(v.scope.all_sizes);
@@ -241,13 +244,8 @@ TEST(OnlineSoftmaxCheckerDecisions, AGradientTheLiftDoesNotCoverIsBoundedAtItsSi
 // sizes are hard-coded: its cross-check instance is shrunk through the routine the tier ran on
 // (it once fell back to the routine's own sizes: a 144 GiB concrete check on the 24-layer model).
 TEST(OnlineSoftmaxCheckerDecisions, AFoldAfterTheFusedBackwardIsCrossCheckedOnAShrunkInstance) {
-  AttentionSpec s;
-  s.sq = s.sk = 70;
-  s.d = s.e = 2;
-  s.mask = "causal";
-  s.train = true;
-  const std::vector<Task> ts =
-      tier_tasks_of(s, {"online_softmax=true", "online_softmax_backward=true", "online_softmax_block=16"});
+  const std::vector<Task> ts = tier_tasks_of(training_step(70, "causal"),
+                                             {"online_softmax=true", "online_softmax_backward=true", "online_softmax_block=16"});
   const Task& t = task_of(ts, "fold-max");
   const Verdict v = discharge(t, options("fold-after-backward"));
   EXPECT_EQ(v.kind, VerdictKind::Exact) << v.message;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -219,6 +221,28 @@ inline bool same_outputs(const Routine& src, const Routine& want, const Routine&
       return false;
   }
   return true;
+}
+
+// One random one-token edit of `text` (one of `swaps`, at one of its places from `from_at` on),
+// parsed and checked; nullopt when the edit is not a well-formed program. `what` names it.
+inline std::optional<Routine> random_edit(const std::string& text, std::size_t from_at,
+                                          const std::vector<std::pair<std::string, std::string>>& swaps,
+                                          std::mt19937_64& rng, std::string& what) {
+  const auto& [from, to] = swaps[rng() % swaps.size()];
+  std::vector<std::size_t> at;
+  for (std::size_t p = text.find(from, from_at); p != std::string::npos; p = text.find(from, p + 1)) at.push_back(p);
+  if (at.empty()) return std::nullopt;
+  std::string edited_text = text;
+  const std::size_t where = at[rng() % at.size()];
+  edited_text.replace(where, from.size(), to);
+  what = "'" + from + "' -> '" + to + "' at " + std::to_string(where);
+  try {
+    Routine r = parse_routine(edited_text, "edit.fp");
+    check_routine_or_throw(r, "edit.fp");
+    return r;
+  } catch (const std::exception&) {
+    return std::nullopt;  // not a well-formed program
+  }
 }
 
 }  // namespace fp::ostest
