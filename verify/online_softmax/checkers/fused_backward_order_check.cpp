@@ -14,7 +14,6 @@
 #include "verify/online_softmax/checkers/fused_backward_order_step.h"
 #include "verify/online_softmax/fused_backward_lift.h"
 #include "verify/online_softmax/fused_backward_order.h"
-#include "verify/program_equality.h"
 #include "verify/size_reduction.h"
 
 namespace fp::verify {
@@ -34,8 +33,7 @@ GradientOrderLift gradient_order_step(Verdict& v, const Task& t, const EngineOpt
 }
 
 ShrunkPair fused_backward_instance(const Task& t, const std::string& gradient) {
-  const std::optional<Routine> emitted = t.reemit ? t.reemit(t.src) : std::nullopt;
-  if (!emitted || !program_difference(*emitted, t.tgt).empty()) return ShrunkPair{t.src, t.tgt, {}};
+  if (!emitted_by_tier(t)) return ShrunkPair{t.src, t.tgt, {}};
   const osm::BackwardRoles roles = osm::backward_roles(t.app);
   const auto lifted = [&](const ShrunkPair& p) { return lift_fused_backward(p.src, p.tgt, roles, gradient).proved; };
   // Shrunk through the routine the tier ran on where the task knows it (a source holding an earlier
