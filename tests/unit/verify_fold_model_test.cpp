@@ -1,7 +1,8 @@
 // A model-sized verify of the block fold in the suite, at a size that fits its time budget (the
-// 24-layer, seq-4096 model is bench/verify_bench's BM_VerifyModel/1/1/<mask>): a two-layer training
-// step at seq 256 with a padding mask, the fold in blocks of 64 — every obligation decided, every
-// one for every size, none refuted.
+// 24-layer, seq-4096 model is bench/verify_bench's BM_VerifyModel/1/<gates>/<mask>): a two-layer
+// training step at seq 256 with a padding mask, the fold in blocks of 64 — every obligation
+// decided, every one for every size, none refuted; and the same step with every gate on (the fold
+// and the fused backward, `--profile approximate`), causal.
 
 #include <gtest/gtest.h>
 
@@ -39,6 +40,26 @@ TEST(VerifyFoldModel, ATwoLayerTrainingStepAtSeq256IsProvedForEverySize) {
       if (p.name == "differential") differential = p.detail;
     EXPECT_NE(differential.find("at reduced sizes"), std::string::npos) << differential;
     EXPECT_NE(differential.find("b = 3)"), std::string::npos) << differential;
+  }
+}
+
+TEST(VerifyFoldModel, ATwoLayerTrainingStepWithEveryGateOnIsProvedForEverySize) {
+  AttentionSpec s;
+  s.layers = 2;
+  s.heads = 2;
+  s.sq = s.sk = 256;
+  s.d = s.e = 32;
+  s.mask = "causal";
+  s.train = true;
+  const Config cfg = make_config("approximate", {}, {});
+  const std::vector<Task> tasks = tier_tasks(build_attention(s), cfg, {}, "model.fp", "repro").tasks;
+  ASSERT_EQ(tasks.size(), 12u);  // per layer: the fused backward's dV, dQ, dK and the fold's three claims
+  EngineOptions o = testing::engine_options("every-gate-model");
+  o.jobs = 2;
+  for (const Verdict& v : verify_tasks(tasks, o)) {
+    SCOPED_TRACE(v.id);
+    EXPECT_TRUE(v.kind == VerdictKind::Exact || v.kind == VerdictKind::Bounded) << v.message;
+    EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
   }
 }
 
