@@ -179,11 +179,7 @@ TEST(FoldLift, RefusesAWrongGuardOrOperandOrder) {
   const FoldCase c{3, 5, 2, 2, 2, "causal", Prec::F32, false};
   const std::vector<Task> ts = fold_tasks(c);
   ASSERT_FALSE(ts.empty());
-  struct Wrong {
-    std::vector<std::pair<std::string, std::string>> replace;
-    std::string refusal;
-  };
-  const std::vector<Wrong> wrongs = {
+  const std::vector<ostest::RefusedEdit> wrongs = {
       // The scores' tail guard stops a key early: the row's last key is never read.
       {{{"if lt.i32(idx.i32(2*os_block_t + os_key_t), 5:i32) {\n                os_block_scores_masked[os_key_t, b, s, h] = 0:f32",
          "if lt.i32(idx.i32(2*os_block_t + os_key_t), 4:i32) {\n                os_block_scores_masked[os_key_t, b, s, h] = 0:f32"}},
@@ -193,7 +189,7 @@ TEST(FoldLift, RefusesAWrongGuardOrOperandOrder) {
          "exp.f32(sub.f32(os_floor_row_max, os_block_scores_masked[os_key_t, b, s, h]))"}},
        "exponentials"},
   };
-  for (const Wrong& w : wrongs) {
+  for (const ostest::RefusedEdit& w : wrongs) {
     SCOPED_TRACE(w.refusal);
     const Routine tgt = edited(ts[0].tgt, w.replace);
     ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));

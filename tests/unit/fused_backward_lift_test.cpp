@@ -3,9 +3,10 @@
 // masks that skip blocks and masks that do not — and refuses a target that is right at the given
 // size but wrong at another, or wrong outright.
 
-#include <gtest/gtest.h>
+#include "verify/online_softmax/fused_backward_lift.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <random>
 #include <string>
@@ -17,12 +18,11 @@
 #include "core/text_parser.h"
 #include "core/text_printer.h"
 #include "frontend/attention.h"
+#include "online_softmax_fixtures.h"
 #include "rewrites/config.h"
 #include "rewrites/members.h"
 #include "rewrites/online_softmax/claims.h"
 #include "verify/engine.h"
-#include "verify/online_softmax/fused_backward_lift.h"
-#include "online_softmax_fixtures.h"
 
 namespace fp::verify {
 namespace {
@@ -72,8 +72,8 @@ std::string dv(const Task& t) {
 
 // `edit` of t's target is a program that changes `node` at t's sizes exactly when `changes`, and
 // the lift of `node` refuses it, naming `refusal`.
-void expect_refused(const Task& t, const std::vector<std::pair<std::string, std::string>>& edit, const std::string& node,
-                    bool changes, const std::string& refusal) {
+void expect_refused(const Task& t, const std::vector<std::pair<std::string, std::string>>& edit,
+                    const std::string& node, bool changes, const std::string& refusal) {
   const Routine tgt = edited(t.tgt, edit);
   ASSERT_NO_THROW(check_routine_or_throw(tgt, "edited.fp"));
   ASSERT_EQ(!same_outputs(t.src, t.tgt, tgt, node), changes)
@@ -85,8 +85,9 @@ void expect_refused(const Task& t, const std::vector<std::pair<std::string, std:
 
 TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
   const std::vector<BackwardCase> cases = {
-      {3, 4, 2, 2, "causal", Prec::F32},     {5, 4, 2, 3, "none", Prec::F32},    {4, 5, 3, 2, "padding:1", Prec::F16},
-      {4, 4, 2, 2, "banded:2", Prec::BF16},  {3, 5, 2, 2, "prefix:2", Prec::F64}, {70, 3, 2, 2, "causal", Prec::F32},
+      {3, 4, 2, 2, "causal", Prec::F32},    {5, 4, 2, 3, "none", Prec::F32},
+      {4, 5, 3, 2, "padding:1", Prec::F16}, {4, 4, 2, 2, "banded:2", Prec::BF16},
+      {3, 5, 2, 2, "prefix:2", Prec::F64},  {70, 3, 2, 2, "causal", Prec::F32},
       {67, 2, 2, 2, "none", Prec::F32},
   };
   for (const BackwardCase& c : cases) {
@@ -114,8 +115,8 @@ TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
     EXPECT_EQ(l.tail, c.sq > 64);
     // The target as text reads the same.
     const Routine reparsed = parse_routine(print_routine(t.tgt), "t.fp");
-    const BackwardLift again =
-        lift_fused_backward(parse_routine(print_routine(t.src), "s.fp"), reparsed, osm::backward_roles(t.app), dv(t));
+    const BackwardLift again = lift_fused_backward(parse_routine(print_routine(t.src), "s.fp"), reparsed,
+                                                   osm::backward_roles(t.app), dv(t));
     EXPECT_TRUE(again.proved) << "the target as text: " << again.why_not;
   }
 }
@@ -125,7 +126,8 @@ TEST(FusedBackwardLift, HoldsForTheTiersFusedBackward) {
 TEST(FusedBackwardLift, AcceptsNoDeclaredMutantThatChangesItsGradient) {
   const ShapeInfo* shape = find_shape("online-softmax.fused-backward");
   ASSERT_NE(shape, nullptr);
-  for (const BackwardCase& c : {BackwardCase{3, 4, 2, 2, "causal", Prec::F32}, BackwardCase{67, 3, 2, 2, "none", Prec::F32}}) {
+  for (const BackwardCase& c :
+       {BackwardCase{3, 4, 2, 2, "causal", Prec::F32}, BackwardCase{67, 3, 2, 2, "none", Prec::F32}}) {
     for (const char* claim : {"backward-dv", "backward-dq", "backward-dk"}) {
       SCOPED_TRACE(name_of(c) + " " + claim);
       const Task t = backward_task(c, claim);
@@ -142,7 +144,8 @@ TEST(FusedBackwardLift, AcceptsNoDeclaredMutantThatChangesItsGradient) {
           ++refused;
           continue;
         }
-        EXPECT_TRUE(same_outputs(t.src, t.tgt, m.tgt, g)) << "mutant " << m.id << " changes " << g << " and was lifted";
+        EXPECT_TRUE(same_outputs(t.src, t.tgt, m.tgt, g))
+            << "mutant " << m.id << " changes " << g << " and was lifted";
       }
       EXPECT_GE(refused, 1);
     }
@@ -160,7 +163,8 @@ TEST(FusedBackwardLift, RefusesATargetRightOnlyAtTheGivenSizes) {
   const std::vector<Edit> edits = {
       // The tail's skip guard widened to a bound every key of sk = 3 is below.
       {{70, 3, 2, 2, "causal", Prec::F32},
-       {{"if lt.i32(idx.i32(bw_t), idx.i32(3)) {\n          for bw_j_3", "if lt.i32(idx.i32(bw_t), idx.i32(5)) {\n          for bw_j_3"}},
+       {{"if lt.i32(idx.i32(bw_t), idx.i32(3)) {\n          for bw_j_3",
+         "if lt.i32(idx.i32(bw_t), idx.i32(5)) {\n          for bw_j_3"}},
        "skip guard",
        "skip guard"},
       // One block as wide as the query extent: the query index written without the block term,
@@ -186,20 +190,17 @@ TEST(FusedBackwardLift, RefusesATargetRightOnlyAtTheGivenSizes) {
 // Wrong at the routine's own sizes: the lift refuses.
 TEST(FusedBackwardLift, RefusesAWrongRecomputation) {
   const Task t = dv_task({3, 4, 2, 2, "causal", Prec::F32});
-  struct Wrong {
-    std::vector<std::pair<std::string, std::string>> replace;
-    std::string refusal;
-  };
-  const std::vector<Wrong> wrongs = {
+  const std::vector<ostest::RefusedEdit> wrongs = {
       // The shift commuted: exp(max - x), which is not exp(x - max).
       {{{"sub.f32(os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h], row_max[bw_b, 3*bw_block_3 + bw_j_3, bw_h])",
          "sub.f32(row_max[bw_b, 3*bw_block_3 + bw_j_3, bw_h], os_bwd_probs_dv[bw_j_3, bw_b, bw_t, bw_h])"}},
        "recomputed shifted"},
       // The skip guard at the block's first query, where the causal mask is true shortest.
-      {{{"if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 4)) {", "if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 2)) {"}},
+      {{{"if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 4)) {",
+         "if lt.i32(idx.i32(bw_t), idx.i32(3*bw_block_3 + 2)) {"}},
        "skip guard"},
   };
-  for (const Wrong& w : wrongs) {
+  for (const ostest::RefusedEdit& w : wrongs) {
     SCOPED_TRACE(w.refusal);
     expect_refused(t, w.replace, dv(t), /*changes=*/true, w.refusal);
   }
@@ -211,7 +212,8 @@ TEST(FusedBackwardLift, RefusesAWrongRecomputation) {
 TEST(FusedBackwardLift, RefusesToReadALeafAKeptStatementWroteInBetween) {
   const Task t = dv_task({3, 4, 2, 2, "causal", Prec::F32});
   const std::string halve =
-      "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        row_sum[b, s, h] = mul.f32(row_sum[b, s, "
+      "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        row_sum[b, s, h] = "
+      "mul.f32(row_sum[b, s, "
       "h], 0.5:f32)\n      }\n    }\n  }\n  zero grad_q\n";
   const Routine src = edited(t.src, {{"  zero grad_q\n", halve}});
   const Routine tgt = edited(t.tgt, {{"  zero grad_q\n", halve}});
@@ -221,7 +223,8 @@ TEST(FusedBackwardLift, RefusesToReadALeafAKeptStatementWroteInBetween) {
   const osm::BackwardRoles r = osm::backward_roles(t.app);
   const BackwardLift l = lift_fused_backward(src, tgt, r, r.d_v);
   EXPECT_FALSE(l.proved);
-  EXPECT_NE(l.why_not.find("writes row_sum between its read in the source and the nest"), std::string::npos) << l.why_not;
+  EXPECT_NE(l.why_not.find("writes row_sum between its read in the source and the nest"), std::string::npos)
+      << l.why_not;
 }
 
 // A tile one cell too small for its block: the checker rejects the program, and the lift, which
@@ -239,11 +242,7 @@ TEST(FusedBackwardLift, RefusesAnAccessOutsideItsNode) {
 TEST(FusedBackwardLift, RefusesADqRightOnlyAtTheGivenSizes) {
   const Task t = backward_task({3, 4, 2, 2, "causal", Prec::F32}, "backward-dq");
   const osm::BackwardRoles r = osm::backward_roles(t.app);
-  struct Edit {
-    std::vector<std::pair<std::string, std::string>> replace;
-    std::string refusal;
-  };
-  const std::vector<Edit> edits = {
+  const std::vector<ostest::RefusedEdit> edits = {
       // O read at the only batch and head.
       {{{"o[bw_b, bw_s, bw_h, bw_value_width]))", "o[0, bw_s, 0, bw_value_width]))"}},
        "products are not dout·o at one cell"},
@@ -252,7 +251,7 @@ TEST(FusedBackwardLift, RefusesADqRightOnlyAtTheGivenSizes) {
          "where.f32(lt.i32(idx.i32(4*bw_block + bw_j), min.i32(idx.i32(bw_s + 2), 9:i32)), os_bwd_dprob_dq"}},
        "score gradient link"},
   };
-  for (const Edit& e : edits) {
+  for (const ostest::RefusedEdit& e : edits) {
     SCOPED_TRACE(e.refusal);
     expect_refused(t, e.replace, r.d_q, /*changes=*/false, e.refusal);
   }
@@ -264,13 +263,15 @@ TEST(FusedBackwardLift, RefusesADqRightOnlyAtTheGivenSizes) {
 TEST(FusedBackwardLift, RefusesARowDotOverAnotherRowOrAnotherO) {
   const Task t = backward_task({3, 4, 2, 2, "causal", Prec::F32}, "backward-dq");
   const osm::BackwardRoles r = osm::backward_roles(t.app);
-  expect_refused(t,
-                 {{"mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], o[bw_b, bw_s, bw_h, bw_value_width])",
-                   "mul.f32(dout[bw_b, 2 - bw_s, bw_h, bw_value_width], o[bw_b, 2 - bw_s, bw_h, bw_value_width])"}},
-                 r.d_q, /*changes=*/true, "not the output-gradient row the pair's dP reads");
+  expect_refused(
+      t,
+      {{"mul.f32(dout[bw_b, bw_s, bw_h, bw_value_width], o[bw_b, bw_s, bw_h, bw_value_width])",
+        "mul.f32(dout[bw_b, 2 - bw_s, bw_h, bw_value_width], o[bw_b, 2 - bw_s, bw_h, bw_value_width])"}},
+      r.d_q, /*changes=*/true, "not the output-gradient row the pair's dP reads");
   {
     const std::string twice =
-        "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        for e in 0..1 {\n          o[b, s, h, e] = "
+        "  for b in 0..0 {\n    for s in 0..2 {\n      for h in 0..0 {\n        for e in 0..1 {\n          "
+        "o[b, s, h, e] = "
         "mul.f32(o[b, s, h, e], 2:f32)\n        }\n      }\n    }\n  }\n}\n";
     std::string src = print_routine(t.src), tgt = print_routine(t.tgt);
     src.replace(src.rfind("}\n"), 2, twice);
@@ -278,7 +279,8 @@ TEST(FusedBackwardLift, RefusesARowDotOverAnotherRowOrAnotherO) {
     const Routine s2 = ostest::parse_checked(src, "src.fp"), t2 = ostest::parse_checked(tgt, "tgt.fp");
     const BackwardLift l = lift_fused_backward(s2, t2, r, r.d_q);
     EXPECT_FALSE(l.proved);
-    EXPECT_NE(l.why_not.find("writes o between its read in the source and the row dot"), std::string::npos) << l.why_not;
+    EXPECT_NE(l.why_not.find("writes o between its read in the source and the row dot"), std::string::npos)
+        << l.why_not;
   }
 }
 
@@ -289,8 +291,9 @@ TEST(FusedBackwardLift, RandomEditsTheLiftAcceptsChangeNoDv) {
                                            {4, 3, 2, 3, "padding:1", Prec::F16},
                                            {66, 2, 2, 2, "causal", Prec::F32}};
   const std::vector<std::pair<std::string, std::string>> swaps = {
-      {"add.", "sub."}, {"sub.", "add."}, {"mul.", "div."}, {"div.", "mul."}, {"lt.i32", "eq.i32"}, {"-inf:", "0:"},
-      {"0:f", "1:f"},   {"..1 {", "..0 {"}, {"..2 {", "..1 {"}, {"exp.", "neg."}, {"+ 4", "+ 3"}, {"bw_j_3]", "0]"}};
+      {"add.", "sub."},     {"sub.", "add."}, {"mul.", "div."}, {"div.", "mul."},
+      {"lt.i32", "eq.i32"}, {"-inf:", "0:"},  {"0:f", "1:f"},   {"..1 {", "..0 {"},
+      {"..2 {", "..1 {"},   {"exp.", "neg."}, {"+ 4", "+ 3"},   {"bw_j_3]", "0]"}};
   std::mt19937_64 rng(11);
   int tried = 0, accepted = 0;
   for (const BackwardCase& c : cases) {
@@ -307,7 +310,8 @@ TEST(FusedBackwardLift, RandomEditsTheLiftAcceptsChangeNoDv) {
       ++tried;
       if (!lift(t, *tgt).proved) continue;
       ++accepted;
-      EXPECT_TRUE(same_outputs(t.src, t.tgt, *tgt, dv(t))) << "the lift accepted an edit that changes dV: " << what;
+      EXPECT_TRUE(same_outputs(t.src, t.tgt, *tgt, dv(t)))
+          << "the lift accepted an edit that changes dV: " << what;
     }
   }
   EXPECT_GE(tried, 60);

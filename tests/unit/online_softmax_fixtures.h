@@ -245,4 +245,10 @@ inline std::optional<Routine> random_edit(const std::string& text, std::size_t f
   }
 }
 
+// Text edits of a routine (each `from` found once) and the condition a lift names in refusing them.
+struct RefusedEdit {
+  std::vector<std::pair<std::string, std::string>> replace;
+  std::string refusal;
+};
+
 }  // namespace fp::ostest

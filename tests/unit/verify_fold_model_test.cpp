@@ -14,16 +14,22 @@
 namespace fp::verify {
 namespace {
 
-TEST(VerifyFoldModel, ATwoLayerTrainingStepAtSeq256IsProvedForEverySize) {
+// A two-layer, two-head training step at seq 256, d = e = 32.
+AttentionSpec two_layer_step(const char* mask) {
   AttentionSpec s;
   s.layers = 2;
   s.heads = 2;
   s.sq = s.sk = 256;
   s.d = s.e = 32;
-  s.mask = "padding:16";
+  s.mask = mask;
   s.train = true;
+  return s;
+}
+
+TEST(VerifyFoldModel, ATwoLayerTrainingStepAtSeq256IsProvedForEverySize) {
   const Config cfg = make_config("", {"online_softmax=true", "online_softmax_block=64"}, {});
-  const std::vector<Task> tasks = tier_tasks(build_attention(s), cfg, {}, "model.fp", "repro").tasks;
+  const std::vector<Task> tasks =
+      tier_tasks(build_attention(two_layer_step("padding:16")), cfg, {}, "model.fp", "repro").tasks;
   ASSERT_EQ(tasks.size(), 8u);  // per layer: fold-max, fold-sum, fold-output and the value pass
   EngineOptions o = testing::engine_options("fold-model");
   o.jobs = 2;
@@ -44,15 +50,9 @@ TEST(VerifyFoldModel, ATwoLayerTrainingStepAtSeq256IsProvedForEverySize) {
 }
 
 TEST(VerifyFoldModel, ATwoLayerTrainingStepWithEveryGateOnIsProvedForEverySize) {
-  AttentionSpec s;
-  s.layers = 2;
-  s.heads = 2;
-  s.sq = s.sk = 256;
-  s.d = s.e = 32;
-  s.mask = "causal";
-  s.train = true;
   const Config cfg = make_config("approximate", {}, {});
-  const std::vector<Task> tasks = tier_tasks(build_attention(s), cfg, {}, "model.fp", "repro").tasks;
+  const std::vector<Task> tasks =
+      tier_tasks(build_attention(two_layer_step("causal")), cfg, {}, "model.fp", "repro").tasks;
   ASSERT_EQ(tasks.size(), 12u);  // per layer: the fused backward's dV, dQ, dK and the fold's three claims
   EngineOptions o = testing::engine_options("every-gate-model");
   o.jobs = 2;

@@ -12,10 +12,10 @@
 
 #include "core/ir_visit.h"
 #include "core/support/deadline.h"
+#include "rewrites/online_softmax/claims.h"
 #include "verify/loop_nest.h"
 #include "verify/online_softmax/lift_support.h"
 #include "verify/phase_clock.h"
-#include "rewrites/online_softmax/claims.h"
 #include "verify/program_equality.h"
 #include "verify/routine_pair_memo.h"
 
@@ -80,7 +80,8 @@ Alignment align_statements(const std::vector<StmtP>& S, const std::vector<StmtP>
 
 // Every index of every access under `s` within its node's axes for every iteration of the loops
 // around it (interval arithmetic over the loop ranges; guards are not used).
-void require_in_bounds(const Routine& r, const Stmt& s, std::map<std::string, std::pair<std::int64_t, std::int64_t>>& ranges) {
+void require_in_bounds(const Routine& r, const Stmt& s,
+                       std::map<std::string, std::pair<std::int64_t, std::int64_t>>& ranges) {
   auto check = [&](const std::string& node, const std::vector<Index>& idx) {
     const Node& n = node_of(r, node);
     require(idx.size() == n.dims.size(), fmt::format("{} is indexed with {} indices", node, idx.size()));
@@ -96,7 +97,8 @@ void require_in_bounds(const Routine& r, const Stmt& s, std::map<std::string, st
         hi += std::max(x, y);
       }
       require(lo >= 0 && hi < n.dims[a],
-              fmt::format("an access of {} is not within its axis {} (0..{}) for every iteration", node, a, n.dims[a] - 1));
+              fmt::format("an access of {} is not within its axis {} (0..{}) for every iteration", node, a,
+                          n.dims[a] - 1));
     }
   };
   auto exprs = [&](const ExprP& e) {
@@ -129,14 +131,15 @@ struct Accumulation {
   std::size_t zero_pos = 0, pos = 0;
   std::vector<Loop> loops, reduced;
   const Stmt* store = nullptr;
-  ExprP f;         // the added value
-  AxisOf axis_of;  // cell loop symbol -> N's axis
+  ExprP f;           // the added value
+  AxisOf axis_of;    // cell loop symbol -> N's axis
   std::string prev;  // a gradient link's: the node it reads
 };
 
 class BackwardLifter {
  public:
-  BackwardLifter(const Routine& src, const Routine& tgt, const osm::BackwardRoles& roles, std::string gradient)
+  BackwardLifter(const Routine& src, const Routine& tgt, const osm::BackwardRoles& roles,
+                 std::string gradient)
       : src_(src),
         tgt_(tgt),
         S_(top_level_statements(src)),
@@ -154,7 +157,8 @@ class BackwardLifter {
     ScopedPhase phase("all-sizes lift");
     check_deadline("the fused backward's all-sizes lift");
     try {
-      require(!g_.empty() && !scalar_.empty() && !roles_.p.empty() && (g_ == roles_.d_v || g_ == roles_.d_q || g_ == roles_.d_k),
+      require(!g_.empty() && !scalar_.empty() && !roles_.p.empty() &&
+                  (g_ == roles_.d_v || g_ == roles_.d_q || g_ == roles_.d_k),
               "the application records no gradient, probabilities or score gradient for " + g_);
       require(!ds_ || (!roles_.d_p.empty() && !roles_.d_out.empty() && !roles_.o.empty()),
               "the application records no probability gradient, output gradient or output");
@@ -167,8 +171,10 @@ class BackwardLifter {
       res.steps.push_back(statements_note_);
       if (skips_)
         res.steps.push_back(
-            "skipped steps: a block's steps before the mask's where run under the predicate at its cell where it is true "
-            "longest (the predicate monotone in the block's cell), so a skipped block has the predicate false at every "
+            "skipped steps: a block's steps before the mask's where run under the predicate at its cell "
+            "where it is true "
+            "longest (the predicate monotone in the block's cell), so a skipped block has the predicate "
+            "false at every "
             "cell and the where gives its fill whatever the tiles held");
       res.proved = true;
       res.pairs = n_;
@@ -186,29 +192,36 @@ class BackwardLifter {
 
  private:
   std::string structure_note() const {
-    const std::string blocks = fmt::format("in blocks of B = {} ({} full block{}{}{})", block_, full_, full_ == 1 ? "" : "s",
-                                           rem_ > 0 ? fmt::format(", a tail of {}", rem_) : "",
-                                           skips_ ? ", skipping blocks the mask hides" : "");
-    const std::string line =
-        fmt::format("{} the line of {} pointwise step{} over the contraction {}", roles_.p, links_.size(),
-                    links_.size() == 1 ? "" : "s", s_.node);
+    const std::string blocks =
+        fmt::format("in blocks of B = {} ({} full block{}{}{})", block_, full_, full_ == 1 ? "" : "s",
+                    rem_ > 0 ? fmt::format(", a tail of {}", rem_) : "",
+                    skips_ ? ", skipping blocks the mask hides" : "");
+    const std::string line = fmt::format("{} the line of {} pointwise step{} over the contraction {}",
+                                         roles_.p, links_.size(), links_.size() == 1 ? "" : "s", s_.node);
     if (!ds_)
       return fmt::format(
-          "structure: {} accumulates {}·{} over the inner axis (n = {} here), {}; the target's nest recomputes {} per "
-          "pair in tiles {}, each link the source's definition at the pair, and adds the same products in the same "
-          "order; every index of the scores' shape a plain loop symbol over a whole axis, the block constants the inner "
+          "structure: {} accumulates {}·{} over the inner axis (n = {} here), {}; the target's nest "
+          "recomputes {} per "
+          "pair in tiles {}, each link the source's definition at the pair, and adds the same products in "
+          "the same "
+          "order; every index of the scores' shape a plain loop symbol over a whole axis, the block "
+          "constants the inner "
           "extent's",
           g_, scalar_, osm::contraction_operand(roles_, g_), n_, line, roles_.p, blocks);
     return fmt::format(
-        "structure: {} accumulates {}·{} over the inner axis (n = {} here), {} {} link{} over the composed score "
-        "gradient ({} = (dP / l + {})·e, {} = Σ over the {} keys of dP·(−e / (l·l)) from 0, dP = {} a contraction), {}; "
+        "structure: {} accumulates {}·{} over the inner axis (n = {} here), {} {} link{} over the composed "
+        "score "
+        "gradient ({} = (dP / l + {})·e, {} = Σ over the {} keys of dP·(−e / (l·l)) from 0, dP = {} a "
+        "contraction), {}; "
         "the target's nest recomputes p (the source's {}, link by link) and dP (the same contraction) "
-        "per pair {}, takes ds = p·(dP − D) with D = Σ over the {} value columns of {}·{} from 0 (the row dot, "
-        "statement {}), applies the source's links and adds the same operands in the same order; every index of the "
+        "per pair {}, takes ds = p·(dP − D) with D = Σ over the {} value columns of {}·{} from 0 (the row "
+        "dot, "
+        "statement {}), applies the source's links and adds the same operands in the same order; every index "
+        "of the "
         "scores' shape a plain loop symbol over a whole axis, the block constants the inner extent's",
-        g_, scalar_, osm::contraction_operand(roles_, g_), n_, scalar_, dlinks_.size(), dlinks_.size() == 1 ? "" : "s",
-        ng_.node, lg_.node, lg_.node, keys_, roles_.d_p, line, roles_.p, blocks, width_, roles_.d_out, roles_.o,
-        rowdot_pos_ + 1);
+        g_, scalar_, osm::contraction_operand(roles_, g_), n_, scalar_, dlinks_.size(),
+        dlinks_.size() == 1 ? "" : "s", ng_.node, lg_.node, lg_.node, keys_, roles_.d_p, line, roles_.p,
+        blocks, width_, roles_.d_out, roles_.o, rowdot_pos_ + 1);
   }
 
   // ---- source ------------------------------------------------------------------------------------
@@ -252,18 +265,21 @@ class BackwardLifter {
     require(found.has_value(), fmt::format("no nest accumulates {} = add({}, mul({}, ·))", g_, g_, scalar_));
     acc_pos_ = *found;
     const Node& g = node_of(src_, g_);
-    require(acc_store_->value->prec == g.prec, fmt::format("{}'s accumulation is not at {}'s precision", g_, g_));
+    require(acc_store_->value->prec == g.prec,
+            fmt::format("{}'s accumulation is not at {}'s precision", g_, g_));
     require(node_of(src_, scalar_).dims == node_of(src_, roles_.p).dims,
             fmt::format("{} does not have the probabilities' cells", scalar_));
     g_axis_of_ = plain_axes(src_, g_, acc_store_->indices, acc_loops_, "the gradient's accumulation");
     std::vector<Loop> inner;
     for (const Loop& l : acc_loops_)
       if (!g_axis_of_.count(l.sym)) inner.push_back(l);
-    require(inner.size() == 1, fmt::format("{}'s accumulation does not run over exactly one loop besides {}'s axes", g_, g_));
+    require(inner.size() == 1,
+            fmt::format("{}'s accumulation does not run over exactly one loop besides {}'s axes", g_, g_));
     inner_ = inner[0].sym;
     require(inner[0].from == 0 && inner[0].to >= 0, "the inner loop does not run from 0 at least once");
     n_ = inner[0].to + 1;
-    const AxisOf y_axes = plain_axes(src_, scalar_, y_read_->indices, acc_loops_, "the gradient's accumulation");
+    const AxisOf y_axes =
+        plain_axes(src_, scalar_, y_read_->indices, acc_loops_, "the gradient's accumulation");
     require(y_axes.count(inner_) == 1, fmt::format("{} is not read along the inner loop", scalar_));
     for (const Index& i : y_read_->indices) pair_sym_.push_back(i.terms[0].sym);
     leaves_of(acc_store_->value, acc_pos_, {g_, scalar_});
@@ -282,7 +298,8 @@ class BackwardLifter {
       require(guard < 64, fmt::format("{}'s line does not end", roles_.p));
       const Node& nd = node_of(src_, node);
       require(nd.dims == pn.dims && nd.prec == prec_ && !nd.is_input,
-              fmt::format("{} in {}'s line is not a computed node of its shape at {}", node, roles_.p, prec_name(prec_)));
+              fmt::format("{} in {}'s line is not a computed node of its shape at {}", node, roles_.p,
+                          prec_name(prec_)));
       const std::vector<std::size_t> w = writers_of(node);
       if (w.size() == 2 && S_[w[0]]->kind == StmtKind::Zero && S_[w[0]]->name == node) {
         s_ = contraction(node, w[0], w[1]);
@@ -299,11 +316,15 @@ class BackwardLifter {
       require_bijection(lk.loops, axes, "a link of the line");
       for_each_expr(lk.store->value, [&](const Expr& g) {
         if (g.kind != ExprKind::Get || !of_scores_shape(g.name)) return;
-        require(lk.prev.empty() || lk.prev == g.name, fmt::format("{}'s definition reads two computed nodes of its shape", node));
-        require(same_indices(g.indices, lk.store->indices), fmt::format("{} reads {} at another cell", node, g.name));
+        require(lk.prev.empty() || lk.prev == g.name,
+                fmt::format("{}'s definition reads two computed nodes of its shape", node));
+        require(same_indices(g.indices, lk.store->indices),
+                fmt::format("{} reads {} at another cell", node, g.name));
         lk.prev = g.name;
       });
-      require(!lk.prev.empty(), fmt::format("{}'s definition reads no computed node of its shape: no contraction under it", node));
+      require(
+          !lk.prev.empty(),
+          fmt::format("{}'s definition reads no computed node of its shape: no contraction under it", node));
       leaves_of(lk.store->value, lk.pos, {lk.prev});
       links_.push_back(lk);
       node = lk.prev;
@@ -311,7 +332,8 @@ class BackwardLifter {
     // Each writer before its reader: zero S < S < the last link < … < P < the accumulation.
     std::size_t before = s_.pos;
     for (auto it = links_.rbegin(); it != links_.rend(); ++it) {
-      require(it->pos > before, fmt::format("{}'s definition comes before the node it reads", it->store->name));
+      require(it->pos > before,
+              fmt::format("{}'s definition comes before the node it reads", it->store->name));
       before = it->pos;
     }
     require(before < acc_pos_, fmt::format("{} is accumulated before {} is computed", g_, roles_.p));
@@ -331,7 +353,8 @@ class BackwardLifter {
                 a.store->value->prec == prec_ && node_of(src_, node).prec == prec_,
             fmt::format("{} ({}) is not accumulated at {}", node, what, prec_name(prec_)));
     a.f = other_operand(a.store->value, BinOp::Add, *a.store);
-    require(a.f != nullptr, fmt::format("{} ({}) is not accumulated as {} = add({}, ·)", node, what, node, node));
+    require(a.f != nullptr,
+            fmt::format("{} ({}) is not accumulated as {} = add({}, ·)", node, what, node, node));
     a.axis_of = plain_axes(src_, node, a.store->indices, a.loops, what);
     for (const Loop& l : a.loops)
       if (!a.axis_of.count(l.sym)) a.reduced.push_back(l);
@@ -342,8 +365,10 @@ class BackwardLifter {
     Accumulation c = zeroed(node, "a contraction");
     require(c.zero_pos == zero_pos && c.pos == pos, fmt::format("{} is not one contraction", node));
     const ExprP prod = reduction_product(*c.store);
-    require(prod != nullptr, fmt::format("{} is not one accumulation of a product at {}", node, prec_name(prec_)));
-    require(c.axis_of.size() == node_of(src_, node).dims.size(), "the contraction does not store one cell per iteration");
+    require(prod != nullptr,
+            fmt::format("{} is not one accumulation of a product at {}", node, prec_name(prec_)));
+    require(c.axis_of.size() == node_of(src_, node).dims.size(),
+            "the contraction does not store one cell per iteration");
     for (const Loop& l : c.reduced)
       require(l.from <= l.to, fmt::format("loop {} of the contraction into {} runs zero times", l.sym, node));
     for (const ExprP& f : prod->args) {
@@ -372,13 +397,15 @@ class BackwardLifter {
     bool scaled = false;
     for (int guard = 0;; ++guard) {
       require(guard < 64, fmt::format("{}'s chain does not end", scalar_));
-      require(of_scores_shape(node), fmt::format("{} in {}'s chain is not a computed node of the scores' shape", node, scalar_));
+      require(of_scores_shape(node),
+              fmt::format("{} in {}'s chain is not a computed node of the scores' shape", node, scalar_));
       Accumulation a = zeroed(node, "a link of the score gradient");
       require(a.reduced.empty(), fmt::format("{} is accumulated over a loop besides its axes", node));
       std::vector<std::string> prevs;
       for_each_expr(a.f, [&](const Expr& g) {
         if (g.kind != ExprKind::Get || !of_scores_shape(g.name)) return;
-        require(same_indices(g.indices, a.store->indices), fmt::format("{} reads {} at another cell", node, g.name));
+        require(same_indices(g.indices, a.store->indices),
+                fmt::format("{} reads {} at another cell", node, g.name));
         if (std::find(prevs.begin(), prevs.end(), g.name) == prevs.end()) prevs.push_back(g.name);
       });
       if (prevs.size() == 2) {
@@ -408,7 +435,9 @@ class BackwardLifter {
     const ExprP& f = ng_.f;
     require(f->kind == ExprKind::Binary && f->binop() == BinOp::Mul && f->prec == prec_,
             fmt::format("{} is not accumulated as a product", ng_.node));
-    const int e_at = is_read(f->args[0], e_, ng_.store->indices) ? 0 : is_read(f->args[1], e_, ng_.store->indices) ? 1 : -1;
+    const int e_at = is_read(f->args[0], e_, ng_.store->indices)   ? 0
+                     : is_read(f->args[1], e_, ng_.store->indices) ? 1
+                                                                   : -1;
     require(e_at >= 0 && f->args[1 - e_at]->kind == ExprKind::Get,
             fmt::format("{} is not accumulated as eg·{} at its cell", ng_.node, e_));
     const std::string eg = f->args[1 - e_at]->name;
@@ -418,11 +447,13 @@ class BackwardLifter {
             fmt::format("{} is not written by `zero {}`, dP / l and the sum gradient", eg, eg));
     const ExprP a = eg_term(w[1], eg, "dP / l");
     require(a->kind == ExprKind::Binary && a->binop() == BinOp::Div && a->prec == prec_ &&
-                a->args[0]->kind == ExprKind::Get && a->args[0]->name == roles_.d_p && a->args[1]->kind == ExprKind::Get &&
-                a->args[1]->name == l_,
+                a->args[0]->kind == ExprKind::Get && a->args[0]->name == roles_.d_p &&
+                a->args[1]->kind == ExprKind::Get && a->args[1]->name == l_,
             fmt::format("{}'s first accumulation is not {} / {}", eg, roles_.d_p, l_));
-    require(same_indices(a->args[0]->indices, eg_store_->indices), fmt::format("{} reads {} at another cell", eg, roles_.d_p));
-    require(in_reference(a->args[1]->indices, eg_axes_) == l_rows_, fmt::format("{} reads {} at another row", eg, l_));
+    require(same_indices(a->args[0]->indices, eg_store_->indices),
+            fmt::format("{} reads {} at another cell", eg, roles_.d_p));
+    require(in_reference(a->args[1]->indices, eg_axes_) == l_rows_,
+            fmt::format("{} reads {} at another row", eg, l_));
     const std::size_t pos_a = w[1];
     const ExprP lg_read = eg_term(w[2], eg, "the sum gradient");
     require(lg_read->kind == ExprKind::Get && !of_scores_shape(lg_read->name),
@@ -436,24 +467,28 @@ class BackwardLifter {
     // The order of the writers, and e and l unchanged from P's definition to their last read.
     require(dp_.pos < pos_a && dp_.pos < lg_.pos && lg_.pos < w[2] && pos_a < w[2] && w[2] < ng_.pos &&
                 ng_.zero_pos < ng_.pos && pdef.pos < pos_a && pdef.pos < lg_.pos,
-            "the composed score gradient's statements are not in the order dP < dP / l, the sum gradient < eg < ng");
+            "the composed score gradient's statements are not in the order dP < dP / l, the sum gradient < "
+            "eg < ng");
     std::size_t last = ng_.pos;
     for (auto it = dlinks_.rbegin(); it != dlinks_.rend(); ++it) {
-      require(it->pos > last && it->zero_pos < it->pos, fmt::format("{}'s link comes before what it reads", it->node));
+      require(it->pos > last && it->zero_pos < it->pos,
+              fmt::format("{}'s link comes before what it reads", it->node));
       last = it->pos;
     }
     require(last < acc_pos_, fmt::format("{} is accumulated before {} is computed", g_, scalar_));
     for (std::size_t i = pdef.pos + 1; i < ng_.pos; ++i)
-      require(!census_[i].writes.count(e_) && !census_[i].writes.count(l_),
-              fmt::format("source statement {} writes {} or {} between the probabilities and the score gradient", i + 1,
-                          e_, l_));
+      require(
+          !census_[i].writes.count(e_) && !census_[i].writes.count(l_),
+          fmt::format("source statement {} writes {} or {} between the probabilities and the score gradient",
+                      i + 1, e_, l_));
   }
 
   // One accumulation of eg (`eg[c] = add(eg[c], y)`): y, with eg's loops as its cell's.
   ExprP eg_term(std::size_t pos, const std::string& eg, const char* what) {
     std::vector<Loop> loops;
     const Stmt* st = peel(S_[pos].get(), loops);
-    require(st->kind == StmtKind::Set && st->name == eg && st->value->prec == prec_ && node_of(src_, eg).prec == prec_,
+    require(st->kind == StmtKind::Set && st->name == eg && st->value->prec == prec_ &&
+                node_of(src_, eg).prec == prec_,
             fmt::format("{}'s accumulation of {} is not one store at {}", eg, what, prec_name(prec_)));
     const ExprP y = other_operand(st->value, BinOp::Add, *st);
     require(y != nullptr, fmt::format("{}'s accumulation of {} is not {} = add({}, ·)", eg, what, eg, eg));
@@ -466,23 +501,27 @@ class BackwardLifter {
   // lg[rows] += dP[c]·(−e[c] / (l[rows]·l[rows])) over the key loop, rows those of l.
   void sum_gradient() {
     const ExprP& f = lg_.f;
-    require(lg_.reduced.size() == 1 && f->kind == ExprKind::Binary && f->binop() == BinOp::Mul && f->prec == prec_,
+    require(lg_.reduced.size() == 1 && f->kind == ExprKind::Binary && f->binop() == BinOp::Mul &&
+                f->prec == prec_,
             fmt::format("{} is not a sum of products over one key loop", lg_.node));
     const int dp_at = f->args[0]->kind == ExprKind::Get && f->args[0]->name == roles_.d_p ? 0 : 1;
     const ExprP& dp = f->args[static_cast<std::size_t>(dp_at)];
     const ExprP& w = f->args[static_cast<std::size_t>(1 - dp_at)];
-    require(dp->kind == ExprKind::Get && dp->name == roles_.d_p, fmt::format("{} does not read {}", lg_.node, roles_.d_p));
+    require(dp->kind == ExprKind::Get && dp->name == roles_.d_p,
+            fmt::format("{} does not read {}", lg_.node, roles_.d_p));
     const AxisOf x_axes = plain_axes(src_, roles_.d_p, dp->indices, lg_.loops, "the sum gradient");
     require_bijection(lg_.loops, x_axes, "the sum gradient");
     require(w->kind == ExprKind::Binary && w->binop() == BinOp::Div && w->prec == prec_ &&
-                w->args[0]->kind == ExprKind::Unary && w->args[0]->unop() == UnOp::Neg && w->args[0]->prec == prec_ &&
-                is_read(w->args[0]->args[0], e_, dp->indices) && w->args[1]->kind == ExprKind::Binary &&
-                w->args[1]->binop() == BinOp::Mul && w->args[1]->prec == prec_,
+                w->args[0]->kind == ExprKind::Unary && w->args[0]->unop() == UnOp::Neg &&
+                w->args[0]->prec == prec_ && is_read(w->args[0]->args[0], e_, dp->indices) &&
+                w->args[1]->kind == ExprKind::Binary && w->args[1]->binop() == BinOp::Mul &&
+                w->args[1]->prec == prec_,
             fmt::format("{}'s term is not dP·(−e / (l·l))", lg_.node));
     for (const ExprP& l : w->args[1]->args)
       require(l->kind == ExprKind::Get && l->name == l_ && in_reference(l->indices, x_axes) == l_rows_,
               fmt::format("{}'s term does not divide by {}·{} at the row", lg_.node, l_, l_));
-    require(in_reference(lg_.store->indices, x_axes) == l_rows_, fmt::format("{} is not stored at {}'s rows", lg_.node, l_));
+    require(in_reference(lg_.store->indices, x_axes) == l_rows_,
+            fmt::format("{} is not stored at {}'s rows", lg_.node, l_));
     const Loop& key = lg_.reduced[0];
     require(key.from == 0, fmt::format("{}'s key loop does not start at 0", lg_.node));
     keys_ = key.to + 1;
@@ -494,7 +533,8 @@ class BackwardLifter {
     auto is_prev = [&](const ExprP& e) { return e->kind == ExprKind::Get && e->name == prev; };
     auto zero = [&](const ExprP& e) { return e->kind == ExprKind::Const && e->value == 0; };
     if (is_prev(f)) return true;
-    if (f->kind == ExprKind::Ternary && f->ternop() == TernOp::Where && is_prev(f->args[1]) && zero(f->args[2]))
+    if (f->kind == ExprKind::Ternary && f->ternop() == TernOp::Where && is_prev(f->args[1]) &&
+        zero(f->args[2]))
       return !reads(f->args[0], prev);
     if (f->kind == ExprKind::Binary && f->binop() == BinOp::Mul && !scaled) {
       const bool a = is_prev(f->args[0]) && f->args[1]->kind == ExprKind::Const;
@@ -509,10 +549,12 @@ class BackwardLifter {
 
   void align() {
     for (const Node& n : src_.nodes)
-      if (const Node* t = tgt_.find_node(n.name)) require(*t == n, fmt::format("the target declares {} differently", n.name));
+      if (const Node* t = tgt_.find_node(n.name))
+        require(*t == n, fmt::format("the target declares {} differently", n.name));
     for (const Node& n : tgt_.nodes)
       if (!src_.find_node(n.name)) {
-        require(!n.is_input && !n.is_output, fmt::format("the target's new node {} is an input or an output", n.name));
+        require(!n.is_input && !n.is_output,
+                fmt::format("the target's new node {} is an input or an output", n.name));
         target_only_.insert(n.name);
       }
     a_ = align_statements(S_, T_);
@@ -523,10 +565,13 @@ class BackwardLifter {
     nest_pos_ = nests[0];
     require(!a_.kept_src[acc_pos_], fmt::format("the target keeps {}'s accumulation", g_));
     for (std::size_t i : writers_of(g_))
-      require(a_.kept_src[i] || i == acc_pos_,
-              fmt::format("source statement {} writes {} and is dropped, besides its accumulation", i + 1, g_));
-    crossed(a_.rank_src[acc_pos_], nest_pos_, [&](const Census& c) { return c.reads.count(g_) || c.writes.count(g_); },
-            fmt::format("touches {} between its accumulation and the nest", g_));
+      require(
+          a_.kept_src[i] || i == acc_pos_,
+          fmt::format("source statement {} writes {} and is dropped, besides its accumulation", i + 1, g_));
+    crossed(
+        a_.rank_src[acc_pos_], nest_pos_,
+        [&](const Census& c) { return c.reads.count(g_) || c.writes.count(g_); },
+        fmt::format("touches {} between its accumulation and the nest", g_));
     for (const LeafRead& lr : leaves_) same_value(lr.node, a_.rank_src[lr.pos], nest_pos_, "the nest");
     for (std::size_t t = 0; t < T_.size(); ++t) {
       if (t == nest_pos_) continue;
@@ -535,11 +580,15 @@ class BackwardLifter {
                 fmt::format("target statement {} touches the nest's {}", t + 1, n));
     }
     for (const std::string& n : tcensus_[nest_pos_].writes)
-      require(n == g_ || target_only_.count(n), fmt::format("the nest writes {}, besides {} and its own tiles", n, g_));
+      require(n == g_ || target_only_.count(n),
+              fmt::format("the nest writes {}, besides {} and its own tiles", n, g_));
     statements_note_ = fmt::format(
-        "statements: the target's {} top-level statements are the source's {} kept in order and {} new; the nest "
-        "(statement {}) is the only new writer of {}, {}'s accumulation the only dropped one; no kept statement it moved "
-        "across touches {} or writes what the nest reads ({} reads, none written by a dropped or new statement)",
+        "statements: the target's {} top-level statements are the source's {} kept in order and {} new; the "
+        "nest "
+        "(statement {}) is the only new writer of {}, {}'s accumulation the only dropped one; no kept "
+        "statement it moved "
+        "across touches {} or writes what the nest reads ({} reads, none written by a dropped or new "
+        "statement)",
         T_.size(), a_.kept.size(), T_.size() - a_.kept.size(), nest_pos_ + 1, g_, g_, g_, leaves_.size());
   }
 
@@ -561,8 +610,9 @@ class BackwardLifter {
     for (std::size_t t = 0; t < T_.size(); ++t)
       require(!a_.new_tgt[t] || !tcensus_[t].writes.count(node),
               fmt::format("the new target statement {} writes {}, which {} reads", t + 1, node, reader));
-    crossed(r_src, tgt_pos, [&](const Census& c) { return c.writes.count(node) > 0; },
-            fmt::format("writes {} between its read in the source and {}", node, reader));
+    crossed(
+        r_src, tgt_pos, [&](const Census& c) { return c.writes.count(node) > 0; },
+        fmt::format("writes {} between its read in the source and {}", node, reader));
   }
 
   // ---- the gradient's nest -----------------------------------------------------------------------
@@ -575,7 +625,8 @@ class BackwardLifter {
     if (st->kind == StmtKind::For) {
       outer_.push_back(Loop{st->sym, st->from, st->to});
     } else {
-      require(st->kind == StmtKind::Seq && !outer_.empty(), "the nest is not G's row loops around its row's statements");
+      require(st->kind == StmtKind::Seq && !outer_.empty(),
+              "the nest is not G's row loops around its row's statements");
     }
     const std::vector<StmtP>& R = st->body;
     require(R.size() >= 3, "the nest's row body is not a copy in, blocks and a copy back");
@@ -595,19 +646,23 @@ class BackwardLifter {
       block_ = block(blocks.body[0]->body, Index{{Index::Term{1, blocks.sym}}, 0}, /*scaled=*/true);
     }
     if (k < end) {
-      std::vector<StmtP> tail(R.begin() + static_cast<std::ptrdiff_t>(k), R.begin() + static_cast<std::ptrdiff_t>(end));
+      std::vector<StmtP> tail(R.begin() + static_cast<std::ptrdiff_t>(k),
+                              R.begin() + static_cast<std::ptrdiff_t>(end));
       rem_ = block(tail, Index::fixed(full_ * block_), /*scaled=*/false);
       if (full_ == 0) block_ = rem_;
     }
-    require(block_ >= 1 && full_ * block_ + rem_ == n_ && (full_ == 0 || rem_ < block_),
-            fmt::format("the nest runs {} block{} of {} and a tail of {} over {} pairs, not n div B blocks and n mod B",
-                        full_, full_ == 1 ? "" : "s", block_, rem_, n_));
+    require(
+        block_ >= 1 && full_ * block_ + rem_ == n_ && (full_ == 0 || rem_ < block_),
+        fmt::format(
+            "the nest runs {} block{} of {} and a tail of {} over {} pairs, not n div B blocks and n mod B",
+            full_, full_ == 1 ? "" : "s", block_, rem_, n_));
   }
 
   // `for c { Tg[c, rows] = G[..] }` first and `for c { G[..] = Tg[c, rows] }` last; G's indices
   // the row loops and c, each over its whole axis.
   void gradient_tile(const StmtP& in, const StmtP& out) {
-    require(in->kind == StmtKind::For && in->body.size() == 1, fmt::format("{}'s copy into its tile is not one loop", g_));
+    require(in->kind == StmtKind::For && in->body.size() == 1,
+            fmt::format("{}'s copy into its tile is not one loop", g_));
     chan_ = Loop{in->sym, in->from, in->to};
     const Stmt* ci = kBackward.under_loop(in, chan_.sym, chan_.from, chan_.to, "gradient copy");
     require(ci->kind == StmtKind::Set && ci->value->kind == ExprKind::Get && ci->value->name == g_,
@@ -618,7 +673,8 @@ class BackwardLifter {
     require(target_only_.count(tg_) && node_of(tgt_, tg_).prec == node_of(src_, g_).prec &&
                 ci->value->prec == node_of(src_, g_).prec,
             fmt::format("{}'s tile is not a node of the nest's own at its precision", g_));
-    require(!gix_.empty() && gix_[0] == Index::iter(chan_.sym), "the gradient tile is not indexed first by its channel");
+    require(!gix_.empty() && gix_[0] == Index::iter(chan_.sym),
+            "the gradient tile is not indexed first by its channel");
     for (std::size_t a = 1; a < gix_.size(); ++a)
       require(!gix_[a].mentions(chan_.sym), "the gradient tile's row part depends on the channel");
     std::vector<Loop> all = outer_;
@@ -638,9 +694,10 @@ class BackwardLifter {
     std::vector<Index> idx;
   };
   Tile tile_of(const Stmt* s, const std::string& j, std::int64_t count, const char* what) const {
-    const Stmt* st = kBackward.under_loop(std::shared_ptr<const Stmt>(s, [](const Stmt*) {}), j, 0, count - 1, what);
-    require(st->kind == StmtKind::Set && target_only_.count(st->name) && node_of(tgt_, st->name).prec == prec_ &&
-                st->name != tg_,
+    const Stmt* st =
+        kBackward.under_loop(std::shared_ptr<const Stmt>(s, [](const Stmt*) {}), j, 0, count - 1, what);
+    require(st->kind == StmtKind::Set && target_only_.count(st->name) &&
+                node_of(tgt_, st->name).prec == prec_ && st->name != tg_,
             fmt::format("the {} is not a tile of the nest's own at the line's precision", what));
     require(!st->indices.empty() && st->indices[0] == Index::iter(j),
             fmt::format("the {} is not indexed first by the block's cell", what));
@@ -668,7 +725,8 @@ class BackwardLifter {
       }
     }
     const std::size_t p_steps = links_.size() + 2, all = p_steps + (ds_ ? 3 + dlinks_.size() : 0);
-    require(steps.size() == all, fmt::format("a block has {} steps before its accumulation, not {}", steps.size(), all));
+    require(steps.size() == all,
+            fmt::format("a block has {} steps before its accumulation, not {}", steps.size(), all));
     require(steps[0]->kind == StmtKind::For && steps[0]->from == 0 && steps[0]->to >= 0,
             "a block does not start with T = 0 over its cells");
     const std::string j = steps[0]->sym;
@@ -694,11 +752,12 @@ class BackwardLifter {
                                          [&](const Expr& g, const std::vector<Index>&) -> ExprP {
                                            return g.name == lk.prev ? cell : nullptr;
                                          });
-      kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(steps[2 + i], [](const Stmt*) {}), j, 0, count - 1,
-                                         "recomputed " + lk.store->name),
+      kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(steps[2 + i], [](const Stmt*) {}), j, 0,
+                                         count - 1, "recomputed " + lk.store->name),
                     t.node, t.idx, expected, "recomputed " + lk.store->name);
       if (!p_where && expected->kind == ExprKind::Ternary && expected->ternop() == TernOp::Where &&
-          same(expected->args[1], cell) && !reads(expected->args[0], t.node) && !reads(expected->args[2], t.node))
+          same(expected->args[1], cell) && !reads(expected->args[0], t.node) &&
+          !reads(expected->args[2], t.node))
         p_where = std::make_pair(2 + i, expected->args[0]);
     }
     ExprP scalar = cell;
@@ -713,11 +772,12 @@ class BackwardLifter {
     }
     // Tg[c, rows] += Y·X at the pair, for every c.
     const Stmt* acc = kBackward.under_loop(B.back(), chan_.sym, chan_.from, chan_.to, "accumulation");
-    const ExprP expected = substituted(acc_store_->value, by, [&](const Expr& g, const std::vector<Index>&) -> ExprP {
-      if (g.name == g_) return get(tg_, gix_, g.prec);
-      if (g.name == scalar_) return scalar;
-      return nullptr;
-    });
+    const ExprP expected =
+        substituted(acc_store_->value, by, [&](const Expr& g, const std::vector<Index>&) -> ExprP {
+          if (g.name == g_) return get(tg_, gix_, g.prec);
+          if (g.name == scalar_) return scalar;
+          return nullptr;
+        });
     kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(acc, [](const Stmt*) {}), j, 0, count - 1,
                                        "accumulation"),
                   tg_, gix_, expected, "accumulation");
@@ -725,7 +785,8 @@ class BackwardLifter {
   }
 
   // A store's symbols (plain, one per axis of the scores' shape) -> the pair's indices.
-  static std::map<std::string, Index> cell_map(const std::vector<Index>& store, const std::vector<Index>& at_p) {
+  static std::map<std::string, Index> cell_map(const std::vector<Index>& store,
+                                               const std::vector<Index>& at_p) {
     std::map<std::string, Index> by;
     for (std::size_t a = 0; a < store.size(); ++a) by[store[a].terms[0].sym] = at_p[a];
     return by;
@@ -739,17 +800,20 @@ class BackwardLifter {
     const Tile dpt = tile_of(steps[k], j, count, "probability gradient tile");
     require(dpt.node != p_cell->name, "the probability gradient's tile is the score tile");
     const ExprP dp_cell = get(dpt.node, dpt.idx, prec_);
-    kBackward.set(steps[k]->body[0].get(), dpt.node, dpt.idx, constant(0.0, prec_), "probability gradient clearing");
+    kBackward.set(steps[k]->body[0].get(), dpt.node, dpt.idx, constant(0.0, prec_),
+                  "probability gradient clearing");
     contraction_step(steps[k + 1], j, count, dp_cell, at_p, dp_);
     // ds = p·(dP − D[row]), at the line's precision (a wider one, which the bound also covers, is
     // left to the term identity at the routine's sizes).
     {
       std::vector<Loop> none;
       const Stmt* st = peel(steps[k + 2], none);
-      require(st->kind != StmtKind::Set || !st->value || st->value->prec == prec_,
-              fmt::format("the block's score gradient is computed at {}, wider than the line's {}: this lift covers one "
-                          "precision",
-                          st->value ? prec_name(st->value->prec) : "?", prec_name(prec_)));
+      require(
+          st->kind != StmtKind::Set || !st->value || st->value->prec == prec_,
+          fmt::format(
+              "the block's score gradient is computed at {}, wider than the line's {}: this lift covers one "
+              "precision",
+              st->value ? prec_name(st->value->prec) : "?", prec_name(prec_)));
     }
     const Tile dst = tile_of(steps[k + 2], j, count, "score gradient tile");
     require(dst.node != p_cell->name, "the score gradient's tile is the score tile");
@@ -758,7 +822,9 @@ class BackwardLifter {
     const ExprP& v = ds->value;
     require(v->kind == ExprKind::Binary && v->binop() == BinOp::Mul && v->prec == prec_,
             "the block's score gradient is not p·(dP − D)");
-    const ExprP diff = same(v->args[0], p_cell) ? v->args[1] : same(v->args[1], p_cell) ? v->args[0] : nullptr;
+    const ExprP diff = same(v->args[0], p_cell)   ? v->args[1]
+                       : same(v->args[1], p_cell) ? v->args[0]
+                                                  : nullptr;
     require(diff && diff->kind == ExprKind::Binary && diff->binop() == BinOp::Sub && diff->prec == prec_ &&
                 same(diff->args[0], dp_cell) && diff->args[1]->kind == ExprKind::Get &&
                 target_only_.count(diff->args[1]->name) && diff->args[1]->prec == prec_,
@@ -769,11 +835,12 @@ class BackwardLifter {
       const Accumulation& lk = dlinks_[dlinks_.size() - 1 - i];
       const ExprP expected = substituted(lk.store->value, cell_map(lk.store->indices, at_p),
                                          [&](const Expr& g, const std::vector<Index>&) -> ExprP {
-                                           if (g.name == lk.node) return constant(0.0, node_of(src_, lk.node).prec);
+                                           if (g.name == lk.node)
+                                             return constant(0.0, node_of(src_, lk.node).prec);
                                            return g.name == lk.prev ? ds_cell : nullptr;
                                          });
-      kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(steps[k + 3 + i], [](const Stmt*) {}), j, 0,
-                                         count - 1, "score gradient link " + lk.node),
+      kBackward.set(kBackward.under_loop(std::shared_ptr<const Stmt>(steps[k + 3 + i], [](const Stmt*) {}), j,
+                                         0, count - 1, "score gradient link " + lk.node),
                     dst.node, dst.idx, expected, "score gradient link " + lk.node);
       const ExprP& w = lk.f;
       if (!where && w->kind == ExprKind::Ternary && w->ternop() == TernOp::Where)
@@ -794,13 +861,16 @@ class BackwardLifter {
     rowdot_pos_ = writers[0];
     std::vector<Loop> rows;
     const Stmt* st = peel(T_[rowdot_pos_].get(), rows);
-    require(st->kind == StmtKind::Seq && st->body.size() == 4, fmt::format("{}'s statement is not a row dot", d));
+    require(st->kind == StmtKind::Seq && st->body.size() == 4,
+            fmt::format("{}'s statement is not a row dot", d));
     const std::vector<StmtP>& R = st->body;
-    require(R[0]->kind == StmtKind::DeclareLocal && R[0]->prec == prec_, "the row dot's sum is not a local at the line's precision");
+    require(R[0]->kind == StmtKind::DeclareLocal && R[0]->prec == prec_,
+            "the row dot's sum is not a local at the line's precision");
     const std::string acc = R[0]->name;
     kBackward.set_local(R[1], acc, constant(0.0, prec_), "row dot's start");
-    require(R[2]->kind == StmtKind::For && R[2]->body.size() == 1 && R[2]->body[0]->kind == StmtKind::SetLocal,
-            "the row dot's sum is not one loop");
+    require(
+        R[2]->kind == StmtKind::For && R[2]->body.size() == 1 && R[2]->body[0]->kind == StmtKind::SetLocal,
+        "the row dot's sum is not one loop");
     const Loop e{R[2]->sym, R[2]->from, R[2]->to};
     const ExprP& v = R[2]->body[0]->value;
     const ExprP term = other_operand_local(v, acc);
@@ -828,8 +898,9 @@ class BackwardLifter {
     std::map<std::string, Index> dp_by = {{red.sym, Index::iter(rho)}};
     for (const auto& [sym, axis] : dp_.axis_of) dp_by[sym] = at_p[static_cast<std::size_t>(axis)];
     const ExprP prod = reduction_product(*dp_.store);
-    const ExprP& src_dout = prod->args[0]->kind == ExprKind::Get && prod->args[0]->name == roles_.d_out ? prod->args[0]
-                                                                                                       : prod->args[1];
+    const ExprP& src_dout = prod->args[0]->kind == ExprKind::Get && prod->args[0]->name == roles_.d_out
+                                ? prod->args[0]
+                                : prod->args[1];
     require(src_dout->kind == ExprKind::Get && src_dout->name == roles_.d_out,
             fmt::format("{}'s contraction does not read {}", roles_.d_p, roles_.d_out));
     require(same(substituted(dout, at_pair_row), substituted(src_dout, dp_by)),
@@ -853,18 +924,20 @@ class BackwardLifter {
     const int dir = predicate_direction(pred, j);
     require(dir != 2, "the mask's predicate is not monotone in the block's cell");
     const ExprP live = substituted(pred, {{j, Index::fixed(dir > 0 ? count - 1 : 0)}});
-    require(same(guard.value, live), "a block's skip guard is not the mask's predicate at its cell where it is true longest");
+    require(same(guard.value, live),
+            "a block's skip guard is not the mask's predicate at its cell where it is true longest");
     skips_ = true;
   }
 
   // T += a·b over the reduced loops of contraction `c`, a row operand read from its copy.
   void contraction_step(const Stmt* s, const std::string& j, std::int64_t count, const ExprP& cell,
                         const std::vector<Index>& at_p, const Accumulation& c) {
-    const Stmt* body = kBackward.under_loop(std::shared_ptr<const Stmt>(s, [](const Stmt*) {}), j, 0, count - 1,
-                                            "contraction of " + c.node);
+    const Stmt* body = kBackward.under_loop(std::shared_ptr<const Stmt>(s, [](const Stmt*) {}), j, 0,
+                                            count - 1, "contraction of " + c.node);
     std::vector<Loop> loops;
     const Stmt* st = peel(body, loops);
-    require(loops.size() == c.reduced.size(), fmt::format("the block's contraction of {} does not run over its reduced loops", c.node));
+    require(loops.size() == c.reduced.size(),
+            fmt::format("the block's contraction of {} does not run over its reduced loops", c.node));
     std::map<std::string, Index> by;
     for (const auto& [sym, axis] : c.axis_of) by[sym] = at_p[static_cast<std::size_t>(axis)];
     for (std::size_t r = 0; r < c.reduced.size(); ++r) {
@@ -875,14 +948,18 @@ class BackwardLifter {
     const ExprP prod = reduction_product(*c.store);
     // Each factor read directly or from one of its copies (the tier copies a row once per block
     // form it emits).
-    const std::vector<ExprP> a = factor_reads(prod->args[0], by, loops, c), b = factor_reads(prod->args[1], by, loops, c);
+    const std::vector<ExprP> a = factor_reads(prod->args[0], by, loops, c),
+                             b = factor_reads(prod->args[1], by, loops, c);
     bool found = false;
     for (const ExprP& fa : a)
       for (const ExprP& fb : b)
-        found = found || (st->kind == StmtKind::Set && st->name == cell->name && same_indices(st->indices, cell->indices) &&
+        found = found || (st->kind == StmtKind::Set && st->name == cell->name &&
+                          same_indices(st->indices, cell->indices) &&
                           same(st->value, binary(BinOp::Add, cell, binary(BinOp::Mul, fa, fb, prod->prec),
                                                  c.store->value->prec)));
-    require(found, fmt::format("the fused backward's contraction of {} is not what the fused backward computes", c.node));
+    require(found,
+            fmt::format("the fused backward's contraction of {} is not what the fused backward computes",
+                        c.node));
   }
 
   // A factor of a contraction at the pair, and its reads from the copies made before the blocks
@@ -894,7 +971,8 @@ class BackwardLifter {
     if (c.reduced.size() != 1) return out;
     const Loop& red = c.reduced[0];
     for (const Stmt* cp : copies_) {
-      if (cp->kind != StmtKind::For || cp->body.size() != 1 || cp->from > red.from || cp->to < red.to) continue;
+      if (cp->kind != StmtKind::For || cp->body.size() != 1 || cp->from > red.from || cp->to < red.to)
+        continue;
       const Stmt* st = cp->body[0].get();
       if (st->kind != StmtKind::Set || !target_only_.count(st->name) || st->indices.empty() ||
           !(st->indices[0] == Index::iter(cp->sym)) || node_of(tgt_, st->name).prec != f->prec)
@@ -903,7 +981,8 @@ class BackwardLifter {
       at_copy[red.sym] = Index::iter(cp->sym);
       if (!same(st->value, substituted(f, at_copy))) continue;
       bool rows_only = true;
-      for (std::size_t a = 1; a < st->indices.size(); ++a) rows_only = rows_only && !st->indices[a].mentions(cp->sym);
+      for (std::size_t a = 1; a < st->indices.size(); ++a)
+        rows_only = rows_only && !st->indices[a].mentions(cp->sym);
       if (!rows_only || copy_writers(st->name) != 1) continue;
       std::vector<Index> idx;
       for (const Index& i : st->indices) idx.push_back(i.substituted({{cp->sym, Index::iter(loops[0].sym)}}));
