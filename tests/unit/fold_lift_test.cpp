@@ -41,14 +41,7 @@ std::string name_of(const FoldCase& c) {
 }
 
 std::vector<Task> fold_tasks(const FoldCase& c) {
-  AttentionSpec s;
-  s.sq = c.sq;
-  s.sk = c.sk;
-  s.d = c.d;
-  s.e = c.e;
-  s.mask = c.mask;
-  s.precision = c.prec;
-  s.train = c.train;
+  const AttentionSpec s = ostest::attention_of(c.sq, c.sk, c.d, c.e, c.mask, c.prec, c.train);
   const Config cfg = make_config("", {"online_softmax=true", fmt::format("online_softmax_block={}", c.block)}, {});
   std::vector<Task> out;
   for (const Task& t : tier_tasks(build_attention(s), cfg, {}, "attention.fp", "repro").tasks)

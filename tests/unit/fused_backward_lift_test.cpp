@@ -42,14 +42,7 @@ std::string name_of(const BackwardCase& c) {
 
 // The fused backward's task for `claim` of a training step (the forward rewritten by the tier too).
 Task backward_task(const BackwardCase& c, const std::string& claim) {
-  AttentionSpec s;
-  s.sq = c.sq;
-  s.sk = c.sk;
-  s.d = c.d;
-  s.e = c.e;
-  s.mask = c.mask;
-  s.precision = c.prec;
-  s.train = true;
+  const AttentionSpec s = ostest::attention_of(c.sq, c.sk, c.d, c.e, c.mask, c.prec, /*train=*/true);
   const Config cfg = make_config("", {"online_softmax=true", "online_softmax_backward=true"}, {});
   for (const Task& t : tier_tasks(build_attention(s), cfg, {}, "attention.fp", "repro").tasks)
     if (t.shape == "online-softmax.fused-backward" && t.obligation.claim == claim) return t;

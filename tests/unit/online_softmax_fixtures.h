@@ -251,4 +251,18 @@ struct RefusedEdit {
   std::string refusal;
 };
 
+// One attention of the lifts' tests: sq × sk, widths d and e, a mask, a precision.
+inline AttentionSpec attention_of(std::int64_t sq, std::int64_t sk, std::int64_t d, std::int64_t e, const char* mask,
+                                  Prec p, bool train) {
+  AttentionSpec s;
+  s.sq = sq;
+  s.sk = sk;
+  s.d = d;
+  s.e = e;
+  s.mask = mask;
+  s.precision = p;
+  s.train = train;
+  return s;
+}
+
 }  // namespace fp::ostest

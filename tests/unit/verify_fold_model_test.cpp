@@ -26,17 +26,26 @@ AttentionSpec two_layer_step(const char* mask) {
   return s;
 }
 
+// Every verdict of `tasks` exact or bounded, for every size; the verdicts.
+std::vector<Verdict> expect_every_size(const std::vector<Task>& tasks, const std::string& tag) {
+  EngineOptions o = testing::engine_options(tag);
+  o.jobs = 2;
+  const std::vector<Verdict> vs = verify_tasks(tasks, o);
+  for (const Verdict& v : vs) {
+    SCOPED_TRACE(v.id);
+    EXPECT_TRUE(v.kind == VerdictKind::Exact || v.kind == VerdictKind::Bounded) << v.message;
+    EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
+  }
+  return vs;
+}
+
 TEST(VerifyFoldModel, ATwoLayerTrainingStepAtSeq256IsProvedForEverySize) {
   const Config cfg = make_config("", {"online_softmax=true", "online_softmax_block=64"}, {});
   const std::vector<Task> tasks =
       tier_tasks(build_attention(two_layer_step("padding:16")), cfg, {}, "model.fp", "repro").tasks;
   ASSERT_EQ(tasks.size(), 8u);  // per layer: fold-max, fold-sum, fold-output and the value pass
-  EngineOptions o = testing::engine_options("fold-model");
-  o.jobs = 2;
-  for (const Verdict& v : verify_tasks(tasks, o)) {
+  for (const Verdict& v : expect_every_size(tasks, "fold-model")) {
     SCOPED_TRACE(v.id);
-    EXPECT_TRUE(v.kind == VerdictKind::Exact || v.kind == VerdictKind::Bounded) << v.message;
-    EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
     // A bounded fold claim is cross-checked on the fold the tier emits at a small size in blocks of
     // 3 (several blocks and a tail), against that instance's own bound.
     if (v.kind != VerdictKind::Bounded) continue;
@@ -54,13 +63,7 @@ TEST(VerifyFoldModel, ATwoLayerTrainingStepWithEveryGateOnIsProvedForEverySize) 
   const std::vector<Task> tasks =
       tier_tasks(build_attention(two_layer_step("causal")), cfg, {}, "model.fp", "repro").tasks;
   ASSERT_EQ(tasks.size(), 12u);  // per layer: the fused backward's dV, dQ, dK and the fold's three claims
-  EngineOptions o = testing::engine_options("every-gate-model");
-  o.jobs = 2;
-  for (const Verdict& v : verify_tasks(tasks, o)) {
-    SCOPED_TRACE(v.id);
-    EXPECT_TRUE(v.kind == VerdictKind::Exact || v.kind == VerdictKind::Bounded) << v.message;
-    EXPECT_TRUE(v.scope.all_sizes) << v.scope.text;
-  }
+  expect_every_size(tasks, "every-gate-model");
 }
 
 }  // namespace
