@@ -422,6 +422,7 @@ class BackwardLifter {
       node = a.prev;
     }
     // P = e / l, read at P's cell and rows.
+    require(!links_.empty(), fmt::format("{} is a contraction, not e / l", roles_.p));
     const Link& pdef = links_.front();
     const ExprP& pv = pdef.store->value;
     require(pv->kind == ExprKind::Binary && pv->binop() == BinOp::Div && pv->args[0]->kind == ExprKind::Get &&
@@ -462,7 +463,9 @@ class BackwardLifter {
     require(in_reference(lg_read->indices, eg_axes_) == l_rows_,
             fmt::format("{} reads the sum gradient at another row than {}'s", eg, l_));
     sum_gradient();
-    dp_ = contraction(roles_.d_p, writers_of(roles_.d_p).at(0), writers_of(roles_.d_p).back());
+    const std::vector<std::size_t> dp_writers = writers_of(roles_.d_p);
+    require(dp_writers.size() == 2, fmt::format("{} is not written by `zero {}` and one contraction", roles_.d_p, roles_.d_p));
+    dp_ = contraction(roles_.d_p, dp_writers[0], dp_writers[1]);
     require(dp_.reduced.size() == 1, fmt::format("{} is not a contraction over one loop", roles_.d_p));
     // The order of the writers, and e and l unchanged from P's definition to their last read.
     require(dp_.pos < pos_a && dp_.pos < lg_.pos && lg_.pos < w[2] && pos_a < w[2] && w[2] < ng_.pos &&
