@@ -277,6 +277,22 @@ TEST(FusedBackwardLift, RefusesARowDotOverAnotherRowOrAnotherO) {
   }
 }
 
+// A source whose dP lost its zero-out (so dP has one writer) or whose roles name S for P: the lift
+// refuses with the reason, never throws.
+TEST(FusedBackwardLift, RefusesAMalformedSourceWithTheReason) {
+  const Task t = backward_task({3, 4, 2, 2, "causal", Prec::F32}, "backward-dq");
+  osm::BackwardRoles r = osm::backward_roles(t.app);
+  const Routine src = edited(t.src, {{"  zero grad_probs\n", ""}});
+  BackwardLift l;
+  ASSERT_NO_THROW(l = lift_fused_backward(src, t.tgt, r, r.d_q));
+  EXPECT_FALSE(l.proved);
+  EXPECT_NE(l.why_not.find("grad_probs"), std::string::npos) << l.why_not;
+  r.p = "scores";
+  ASSERT_NO_THROW(l = lift_fused_backward(t.src, t.tgt, r, r.d_q));
+  EXPECT_FALSE(l.proved);
+  EXPECT_FALSE(l.why_not.empty());
+}
+
 // A soundness oracle for the lift: random one-token edits of the tier's dV nest that still pass the
 // checker; whenever the lift accepts one, dV must be the original's on random inputs.
 TEST(FusedBackwardLift, RandomEditsTheLiftAcceptsChangeNoDv) {
