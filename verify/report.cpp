@@ -211,14 +211,16 @@ std::string report_sarif(const std::vector<Verdict>& verdicts, const ReportConte
   for (const auto& v : verdicts) {
     SarifResult r;
     r.rule_id = rule_of(v);
-    r.level = "note";
+    // SARIF 2.1.0 §3.27.10: a kind other than "fail" takes level "none" (a proved obligation is no
+    // alert); an unknown is a failure to prove, a warning unless the run fails on it.
+    r.level = "none";
     r.kind = "pass";
     if (v.kind == VerdictKind::Refuted || v.kind == VerdictKind::Error) {
       r.level = "error";
       r.kind = "fail";
     } else if (v.kind == VerdictKind::Unknown) {
       r.level = ctx.fail_on == FailOn::Unknown ? "error" : "warning";
-      r.kind = "review";
+      r.kind = "fail";
     }
     r.message = fmt::format("{} {}: {} — {}", v.id, v.claim, verdict_headline(v), v.message);
     r.uri = v.file;

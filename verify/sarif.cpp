@@ -22,6 +22,11 @@ std::string sarif_json(const SarifLog& log) {
   };
   json results = json::array();
   for (const auto& r : log.results) {
+    // §3.27.10: level "none" exactly when kind is given and is not "fail" (an absent kind is "fail").
+    const bool failing = r.kind.empty() || r.kind == "fail";
+    FP_INTERNAL_CHECK(failing ? r.level != "none" : r.level == "none",
+                      "SARIF result of rule {} has kind '{}' with level '{}' (SARIF 2.1.0 §3.27.10)", r.rule_id, r.kind,
+                      r.level);
     json j{{"ruleId", r.rule_id},
            {"ruleIndex", rule_index(r.rule_id)},
            {"level", r.level},

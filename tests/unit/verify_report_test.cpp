@@ -116,6 +116,15 @@ TEST(VerifyReport, Formats) {
   for (const auto& r : results) EXPECT_EQ(r["ruleId"], "online-softmax.normalizer-scan");
   EXPECT_EQ(results[2]["level"], "error");
   EXPECT_EQ(results[3]["level"], "warning");
+  // SARIF 2.1.0 §3.27.10: a proved obligation is kind "pass" at level "none" (no code-scanning
+  // alert); a refutation and an unknown are kind "fail" at a level that is not "none".
+  for (const auto& r : results) {
+    const std::string kind = r.value("kind", "fail"), level = r["level"];
+    EXPECT_EQ(level == "none", kind != "fail") << r.dump();
+  }
+  EXPECT_EQ(results[0]["kind"], "pass");
+  EXPECT_EQ(results[0]["level"], "none");
+  EXPECT_EQ(results[3]["kind"], "fail");
   EXPECT_EQ(results[0]["locations"][0]["physicalLocation"]["region"]["startLine"], 12);
 
   std::string text = report_text(vs, ctx);
