@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/diagnostic.h"
+#include "core/support/suggest.h"
 #include "rewrites/members.h"
 
 extern char** environ;
@@ -103,8 +104,11 @@ void apply_profile(Config& c, const std::string& name) {
 
 void apply_setting(Config& c, const std::string& key, const std::string& value, const std::string& origin) {
   const ConfigKeySpec* spec = find_spec(key);
-  if (!spec)
-    usage(fmt::format("{}: unknown config key '{}' (known: {})", origin, key, fmt::join(config_keys(), ", ")));
+  if (!spec) {
+    const std::optional<std::string> near = closest_match(key, config_keys());
+    usage(fmt::format("{}: unknown config key '{}'{} (known: {})", origin, key,
+                      near ? fmt::format("; did you mean '{}'?", *near) : "", fmt::join(config_keys(), ", ")));
+  }
   if (pinned(c, *spec)) usage(fmt::format("{}: config key {} is pinned by profile {}", origin, key, c.profile));
   // Value errors name the key and, when it came from the environment, the variable.
   const std::string label = origin == "--set" ? key : fmt::format("{} (from {})", key, origin);

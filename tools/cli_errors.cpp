@@ -8,7 +8,7 @@
 #include "core/diagnostic.h"
 #include "core/diagnostic_render.h"
 #include "tools/shared_options.h"
-#include "tools/suggest.h"
+#include "core/support/suggest.h"
 
 namespace fp::cli {
 

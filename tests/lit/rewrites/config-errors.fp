@@ -5,7 +5,7 @@
 # RUN: not %flashproof rewrite %s --profile reproducible --set online_softmax=on 2>&1 | FileCheck %s --check-prefix=PINNED
 # RUN: not %flashproof rewrite %s --profile fastest 2>&1 | FileCheck %s --check-prefix=PROFILE
 # RUN: %flashproof rewrite %s --set online_softmx=true; test $? -eq 64
-# KEY: unknown config key 'online_softmx'
+# KEY: unknown config key 'online_softmx'; did you mean 'online_softmax'?
 # VALUE: config key online_softmax: expected true or false, found 'maybe'
 # ENV: config key online_softmax_block (from environment FLASHPROOF_ONLINE_SOFTMAX_BLOCK): expected auto or an integer >= 0
 # PINNED: config key online_softmax is pinned by profile reproducible

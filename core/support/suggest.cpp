@@ -1,9 +1,9 @@
-// Typo suggestions (tools/suggest.h).
-#include "tools/suggest.h"
+// Typo suggestions (core/support/suggest.h).
+#include "core/support/suggest.h"
 
 #include <algorithm>
 
-namespace fp::cli {
+namespace fp {
 
 int edit_distance(std::string_view a, std::string_view b) {
   const std::size_t n = a.size(), m = b.size();
@@ -38,4 +38,4 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   return best;
 }
 
-}  // namespace fp::cli
+}  // namespace fp

@@ -1,5 +1,5 @@
 #pragma once
-// "Did you mean ...?" for a mistyped subcommand or option: the closest candidate by edit distance
+// "Did you mean ...?" for a mistyped subcommand, option or configuration key: the closest candidate by edit distance
 // (optimal string alignment: insertions, deletions, substitutions and swaps of neighbours each
 // cost 1), offered only when it is close enough to be a typo rather than a different word.
 
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace fp::cli {
+namespace fp {
 
 // Edits turning `a` into `b`.
 int edit_distance(std::string_view a, std::string_view b);
@@ -17,4 +17,4 @@ int edit_distance(std::string_view a, std::string_view b);
 // up to 6, 3 beyond; never the word itself), the first in `candidates` order on a tie.
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
-}  // namespace fp::cli
+}  // namespace fp
