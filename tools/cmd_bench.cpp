@@ -266,10 +266,11 @@ void bench_attention(const BenchOptions& o) {
                   o.executor == "c" ? fmt::format(", {} thread{}", resolve_c_threads(o.threads),
                                                   resolve_c_threads(o.threads) == 1 ? "" : "s")
                                     : std::string(),
-                  o.config.settings.empty() && o.config.profile.empty()
-                      ? std::string("every gate on")
-                      : fmt::format("every gate on, {}{}", o.config.profile.empty() ? "" : "profile " + o.config.profile + " ",
-                                    fmt::join(o.config.settings, " ")));
+                  // What the rewritten form ran with: each member's gate on, then the user's own
+                  // profile and settings (a block size, the backward gate) — nothing more.
+                  fmt::format("the tier with {}{}{}", every_gate_setting(),
+                              o.config.profile.empty() ? "" : " --profile " + o.config.profile,
+                              o.config.settings.empty() ? "" : " --set " + fmt::format("{}", fmt::join(o.config.settings, " --set "))));
   table += fmt::format("{:>6}  {:<9}  {:>11}  {:>11}  {:>8}  {:>7}  {:>9}  {:>7}  {:>10}{}\n", "seq", "form",
                        "median ms", "min ms", "GFLOP/s", "% peak", "peak MiB", "square", "rw/comp",
                        o.interp_max_seq > 0 ? "  interp ms" : "");
