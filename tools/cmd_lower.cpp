@@ -25,32 +25,6 @@ struct LowerOptions {
   bool differentiable_max = false;
 };
 
-std::string read_source(const std::string& path) {
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    if (std::cin.bad()) throw UserError(kExitMissingInput, "<stdin>", 0, 0, "cannot read standard input");
-    // Standard input cannot be read twice: keep it for the source line under a diagnostic.
-    remember_source("<stdin>", text);
-    return text;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(kExitMissingInput, path, 0, 0, "cannot open the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw UserError(kExitMissingInput, path, 0, 0, "cannot read the file");
-  return ss.str();
-}
-
-// The routine's default name: the file's stem when it is a valid name ("attn.te" -> attn);
-// "stdin" for standard input.
-std::string stem_name(const std::string& path) {
-  if (path == "-") return "stdin";
-  std::string stem =
-      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
-  stem = stem.substr(0, stem.find('.'));
-  return stem;
-}
-
 void setup_lower(CLI::App& app) {
   auto opt = std::make_shared<LowerOptions>();
   CLI::App* sub = app.add_subcommand(

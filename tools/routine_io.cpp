@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "core/random_inputs.h"
 #include "core/text_parser.h"
 #include "core/text_printer.h"
+#include "frontend/te_parser.h"
 #include "tools/command.h"
 
 namespace fp::cli {
@@ -22,12 +24,46 @@ std::string source_name(const std::string& path) {
   return path == "-" ? "<stdin>" : path;
 }
 
+// The whole text of FILE ("-" reads standard input). Throws UserError (66).
+std::string read_source(const std::string& path) {
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) throw UserError(kExitMissingInput, "<stdin>", 0, 0, "cannot read standard input");
+    // Standard input cannot be read twice: keep it for the source line under a diagnostic.
+    remember_source("<stdin>", text);
+    return text;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(kExitMissingInput, path, 0, 0, "cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw UserError(kExitMissingInput, path, 0, 0, "cannot read the file");
+  return ss.str();
+}
+
+// The routine's default name: the file's stem when it is a valid name ("attn.te" -> attn);
+// "stdin" for standard input.
+std::string stem_name(const std::string& path) {
+  if (path == "-") return "stdin";
+  std::string stem =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  stem = stem.substr(0, stem.find('.'));
+  return stem;
+}
+
+namespace {
+
+bool is_tensor_expression_file(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".te") == 0;
+}
+
+}  // namespace
+
 Routine load_routine(const std::string& path) {
+  // A tensor-expression file is lowered as `flashproof lower` lowers it.
+  if (is_tensor_expression_file(path)) return fe::lower_source(read_source(path), path, stem_name(path), false);
   if (path != "-") return parse_routine_file(path);
-  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  // Standard input cannot be read twice: keep it for the source line under a diagnostic.
-  remember_source("<stdin>", text);
-  return parse_routine(text, "<stdin>");
+  return parse_routine(read_source(path), "<stdin>");
 }
 
 Routine load_checked_routine(const std::string& path) {

@@ -14,8 +14,16 @@ namespace fp::cli {
 // Parses and well-formedness-checks FILE ("-" reads standard input). Throws UserError (65/66).
 Routine load_checked_routine(const std::string& path);
 
-// Parses FILE ("-" reads standard input) without checking it. Throws UserError (65/66).
+// Parses FILE ("-" reads standard input) without checking it; a FILE named *.te is a
+// tensor-expression file (docs/frontend.md), lowered as `flashproof lower` lowers it. Throws
+// UserError (65/66).
 Routine load_routine(const std::string& path);
+
+// The whole text of FILE ("-" reads standard input, kept for diagnostics). Throws UserError (66).
+std::string read_source(const std::string& path);
+
+// The routine's default name for FILE: its stem ("attn.te" -> attn); "stdin" for standard input.
+std::string stem_name(const std::string& path);
 
 // The name messages use for FILE: "<stdin>" for "-".
 std::string source_name(const std::string& path);
