@@ -15,6 +15,8 @@
 #include "core/ir_visit.h"
 #include "core/support/deadline.h"
 #include "verify/phase_clock.h"
+#include "verify/program_equality.h"
+#include "verify/routine_pair_memo.h"
 
 namespace fp::verify {
 
@@ -346,6 +348,25 @@ ShrunkPair faithful_cross_check_instance(const Routine& origin, const EmitTarget
   if (routine_work(eight->src) + routine_work(eight->tgt) <= kCrossCheckInstanceWork) return *eight;
   const std::optional<ShrunkPair> four = pair_at(faithful_shrink(o8, 4, itself));
   return four && accept(*four) ? *four : *eight;
+}
+
+bool emitted_by_tier(const Task& t) {
+  if (!t.reemit) return false;
+  // An application's claims ask once: the re-emission runs the member on the whole routine.
+  static RoutinePairMemo<bool> memo(1024);
+  const std::string key = fmt::format("{}|{}", t.shape, fmt::join(t.app.statements, ","));
+  if (std::optional<bool> known = memo.find(t.src, t.tgt, key)) return *known;
+  const std::optional<Routine> emitted = t.reemit(t.src);
+  const bool tiers = emitted && program_difference(*emitted, t.tgt).empty();
+  memo.put(t.src, t.tgt, key, tiers);
+  return tiers;
+}
+
+ShrunkPair tier_cross_check_instance(const Task& t, const EmitTarget& emit,
+                                     const std::function<bool(const ShrunkPair&)>& accept) {
+  if (!emit || !emitted_by_tier(t)) return ShrunkPair{t.src, t.tgt, {}};
+  if (t.origin && t.reach) return faithful_cross_check_instance(*t.origin, t.reach, t.src, t.tgt, emit, accept);
+  return faithful_cross_check_instance(t.src, t.tgt, emit, accept);
 }
 
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,

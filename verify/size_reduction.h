@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "verify/search.h"
+#include "verify/task.h"
 #include "verify/verdict.h"
 
 namespace fp::verify {
@@ -105,6 +106,16 @@ ShrunkPair faithful_cross_check_instance(const Routine& src, const Routine& tgt,
 ShrunkPair faithful_cross_check_instance(const Routine& origin, const EmitTarget& reach, const Routine& src,
                                          const Routine& tgt, const EmitTarget& emit,
                                          const std::function<bool(const ShrunkPair&)>& accept);
+
+// A tier task's cross-check instance (`emit` the member's re-emission, `accept` whether a shrunk
+// pair is still covered by the proof): the routine's own sizes unless the target is what the tier
+// emits (emitted_by_tier); else shrunk through the routine the tier ran on when the task knows it
+// (a source holding an earlier round's rewrite hard-codes sizes too), else through the source.
+ShrunkPair tier_cross_check_instance(const Task& t, const EmitTarget& emit,
+                                     const std::function<bool(const ShrunkPair&)>& accept);
+// Whether the task's target is what the tier emits for its source (a planted or hand-edited target
+// is cross-checked at its own sizes); asked once per application.
+bool emitted_by_tier(const Task& t);
 
 // Shrinks the extents of `runner`'s pair, which fails on `found.inputs`.
 SizeReduction reduce_sizes(const PairRunner& runner, const Found& found, std::vector<Routine> companions,

@@ -40,18 +40,6 @@ EmitTarget fold_instance_emit(const Task& t) {
   return [reemit = t.reemit_with, settings](const Routine& s) { return reemit(s, settings); };
 }
 
-bool emitted_by_tier(const Task& t) {
-  if (!t.reemit) return false;
-  // An application's claims ask once: the re-emission runs the member on the whole routine.
-  static RoutinePairMemo<bool> memo(1024);
-  const std::string key = fmt::format("{}|{}", t.shape, fmt::join(t.app.statements, ","));
-  if (std::optional<bool> known = memo.find(t.src, t.tgt, key)) return *known;
-  const std::optional<Routine> emitted = t.reemit(t.src);
-  const bool tiers = emitted && program_difference(*emitted, t.tgt).empty();
-  memo.put(t.src, t.tgt, key, tiers);
-  return tiers;
-}
-
 ShrunkPair fold_instance(const Task& t, const Limits& limits) {
   const EmitTarget emit = fold_instance_emit(t);
   if (!emit) return ShrunkPair{t.src, t.tgt, {}};
@@ -62,16 +50,8 @@ ShrunkPair fold_instance(const Task& t, const Limits& limits) {
   const std::string key =
       fmt::format("{}|{}|{}", fmt::join(t.app.statements, ","), terms ? terms->block : 0, limits.rlimit);
   if (std::optional<ShrunkPair> known = memo.find(t.src, t.tgt, key)) return *known;
-  // The instance is of the target's family only when the target is what the tier emits (a planted
-  // or hand-edited target that the lift still covers is cross-checked at its own sizes).
-  const bool tiers = emitted_by_tier(t);
-  const auto lifted = [&](const ShrunkPair& p) { return lift_fold(p.src, p.tgt, t.app, limits).proved; };
-  // Shrunk through the routine the tier ran on where the task knows it: a source holding an earlier
-  // round's rewrite (the fused backward) hard-codes sizes too.
-  const ShrunkPair small =
-      !tiers                    ? ShrunkPair{t.src, t.tgt, {}}
-      : t.origin && t.reach     ? faithful_cross_check_instance(*t.origin, t.reach, t.src, t.tgt, emit, lifted)
-                                : faithful_cross_check_instance(t.src, t.tgt, emit, lifted);
+  const ShrunkPair small = tier_cross_check_instance(
+      t, emit, [&](const ShrunkPair& p) { return lift_fold(p.src, p.tgt, t.app, limits).proved; });
   memo.put(t.src, t.tgt, key, small);
   return small;
 }

@@ -29,9 +29,6 @@ Checker fused_backward_dv_checker();
 // at the instance, whose re-emission is that emitter (so a case written there shrinks only to what
 // the tier emits).
 ShrunkPair fold_instance(const Task& t, const Limits& limits);
-// Whether the task's target is what the tier emits for its source (a planted or hand-edited target
-// is cross-checked at its own sizes); once per application (block_fold_max_lift.cpp).
-bool emitted_by_tier(const Task& t);
 EmitTarget fold_instance_emit(const Task& t);
 Task fold_instance_task(const Task& t, const ShrunkPair& instance);
 

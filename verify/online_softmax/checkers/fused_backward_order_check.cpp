@@ -18,28 +18,30 @@
 
 namespace fp::verify {
 
-GradientOrderLift gradient_order_step(Verdict& v, const Task& t, const EngineOptions& o, const std::string& gradient) {
+GradientOrderLift gradient_order_lift(const Task& t, const EngineOptions& o, const std::string& gradient) {
   const std::string operand = osm::contraction_operand(osm::backward_roles(t.app), gradient);
   GradientOrderLift lift;
   if (operand.empty()) {
     lift.why_not = fmt::format("{} is not a gradient the application matched", gradient);
-    v.steps.push_back("per-cell summation order not lifted to all sizes: " + lift.why_not);
     return lift;
   }
   const std::string dump = dump_prefix(t, o);
-  lift = lift_gradient_order(t.src, t.tgt, gradient, operand, o.limits, dump.empty() ? "" : dump + "-order");
+  return lift_gradient_order(t.src, t.tgt, gradient, operand, o.limits, dump.empty() ? "" : dump + "-order");
+}
+
+GradientOrderLift gradient_order_step(Verdict& v, const Task& t, const EngineOptions& o, const std::string& gradient) {
+  const GradientOrderLift lift = gradient_order_lift(t, o, gradient);
+  if (osm::contraction_operand(osm::backward_roles(t.app), gradient).empty())
+    v.steps.push_back("per-cell summation order not lifted to all sizes: " + lift.why_not);
   for (const auto& s : lift.steps) v.steps.push_back(s);
   return lift;
 }
 
 ShrunkPair fused_backward_instance(const Task& t, const std::string& gradient) {
-  if (!emitted_by_tier(t)) return ShrunkPair{t.src, t.tgt, {}};
   const osm::BackwardRoles roles = osm::backward_roles(t.app);
-  const auto lifted = [&](const ShrunkPair& p) { return lift_fused_backward(p.src, p.tgt, roles, gradient).proved; };
-  // Shrunk through the routine the tier ran on where the task knows it (a source holding an earlier
-  // round's rewrite hard-codes sizes too).
-  if (t.origin && t.reach) return faithful_cross_check_instance(*t.origin, t.reach, t.src, t.tgt, t.reemit, lifted);
-  return faithful_cross_check_instance(t.src, t.tgt, t.reemit, lifted);
+  return tier_cross_check_instance(t, t.reemit, [&](const ShrunkPair& p) {
+    return lift_fused_backward(p.src, p.tgt, roles, gradient).proved;
+  });
 }
 
 namespace {
@@ -58,9 +60,7 @@ ExactLift dv_lift(const Task& t, const EngineOptions& o) {
     out.why_not = lift.why_not;
     return out;
   }
-  const std::string dump = dump_prefix(t, o);
-  const GradientOrderLift order =
-      lift_gradient_order(t.src, t.tgt, roles.d_v, roles.d_out, o.limits, dump.empty() ? "" : dump + "-order");
+  const GradientOrderLift order = gradient_order_lift(t, o, roles.d_v);
   for (const auto& s : order.steps) out.steps.push_back(s);
   if (!order.proved) {
     out.why_not = "the per-cell summation order is not lifted: " + order.why_not;

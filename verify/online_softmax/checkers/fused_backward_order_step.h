@@ -9,7 +9,9 @@
 
 namespace fp::verify {
 
-// Runs the lift for `gradient` and appends its steps to `v`.
+// The lift for `gradient` (its contraction operand read from the application).
+GradientOrderLift gradient_order_lift(const Task& t, const EngineOptions& o, const std::string& gradient);
+// The same, its steps (or why it did not run) appended to `v`.
 GradientOrderLift gradient_order_step(Verdict& v, const Task& t, const EngineOptions& o, const std::string& gradient);
 
 }  // namespace fp::verify
