@@ -15,6 +15,8 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitRefuted = 1,
   kExitUnknown = 2,
+  kExitExpectation = 3,  // the CI gate's expectation failed: a decline or nothing applied under
+                         // --expect, a regression against --baseline (verify/gate.h)
   kExitUsage = 64,
   kExitMalformed = 65,
   kExitMissingInput = 66,

@@ -47,8 +47,10 @@ std::string format_application(const Application& a) {
 }
 
 std::string format_decline(const Decline& d) {
-  return fmt::format("round {}: declined {} at {} [{}]: {}\n", d.round, d.shape, where(d.statement, d.line),
-                     d.code, d.sentence);
+  std::string out = fmt::format("round {}: declined {} at {} [{}]: {}\n", d.round, d.shape,
+                                where(d.statement, d.line), d.code, d.sentence);
+  if (!d.hint.empty()) out += "  hint: " + d.hint + "\n";
+  return out;
 }
 
 }  // namespace fp

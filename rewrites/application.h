@@ -84,6 +84,9 @@ struct Decline {
   int line = 0;       // its source line, 0 when built in memory
   std::string code;   // stable kebab-case reason code
   std::string sentence;
+  // How to write the program so that the shape matches, when the member knows ("" otherwise);
+  // reports print it beside the sentence.
+  std::string hint;
 };
 
 // Multi-line human-readable renderings used by --explain (docs/rewrites.md shows the format).

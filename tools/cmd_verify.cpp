@@ -1,16 +1,20 @@
 // `flashproof verify`: discharges verification obligations (docs/verify.md).
 //
-//   flashproof verify FILE [--set k=v] [--profile P]      runs the rewrite tier on FILE and
+//   flashproof verify FILE... [--set k=v] [--profile P]   runs the rewrite tier on each FILE and
 //                                                        discharges every obligation it records
 //   flashproof verify --src A.fp --tgt B.fp --claim C     validates a hand-written pair
-//                                                        (C = exact | bounded:REL)
+//                                                        (C = exact | bounded | bounded:REL);
+//                                                        --src/--tgt repeat for several pairs, with
+//                                                        FILEs too: one run, one report
 //   flashproof verify --src A.fp --tgt B.fp --claim C --inputs DIR
 //                                                        replays one input set (a counterexample
 //                                                        case): exit 1 when the claim fails on it
 //
-// Reports: --format text|json|jsonl|junit|sarif, -o FILE. Exit codes (docs/architecture.md): 0
-// all proved, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 65 an error verdict or
-// malformed input, 64 usage, 66 missing input, 70 internal error.
+// Reports: --format text|json|jsonl|junit|sarif, -o FILE. The gate (verify/gate.h): --fail-on,
+// --expect, --baseline FILE, --write-baseline FILE. Exit codes (docs/architecture.md): 0 the gate
+// passes, 1 refuted, 2 unknown (with --fail-on=unknown, the default), 3 a finding fails the gate
+// (a decline or nothing applied under --expect, a regression against the baseline), 65 an error
+// verdict or malformed input, 64 usage, 66 missing input, 70 internal error.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -22,6 +26,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <set>
 
 #include "core/diagnostic.h"
 #include "core/input_validation.h"
@@ -30,6 +35,7 @@
 #include "exec/run_memory.h"
 #include "verify/phase_clock.h"
 #include "pipeline/checked_tier.h"
+#include "rewrites/members.h"
 #include "rewrites/tier.h"
 #include "tools/command.h"
 #include "tools/config_options.h"
@@ -43,6 +49,9 @@
 #include "verify/pair_check.h"
 #include "verify/progress.h"
 #include "verify/proof_cache.h"
+#include "verify/baseline.h"
+#include "verify/findings.h"
+#include "verify/gate.h"
 #include "verify/report.h"
 
 namespace fp::cli {
@@ -60,13 +69,18 @@ constexpr int kMaxRealN = 64;
 constexpr double kMaxExpUlp = 1 << 20;
 
 struct VerifyOptions {
-  std::string file;
-  std::string src, tgt, claim = "exact", inputs;
+  std::vector<std::string> files;
+  std::vector<std::string> src, tgt, claim, inputs_dir;
+  std::string expect = "obligations";
+  std::string baseline, write_baseline;
+  std::string source_root;
+  bool details = false;
   std::vector<std::string> obligations;
   std::string format = "text";
   std::string output;
   std::string fail_on = "unknown";
   bool no_cache = false;
+  const CLI::App* app = nullptr;  // the subcommand, for single_input_command
   std::string cache_mode;  // --cache: use | refresh | off (verify/proof_cache.h)
   bool no_progress = false;
   bool stats = false;
@@ -111,20 +125,30 @@ void print_stats(const std::vector<verify::Verdict>& verdicts, double wall_secon
   fmt::print(stderr, "{}", verify::phase_table(verify::phase_totals(phases), wall_seconds));
 }
 
+// The claim of pair i: --claim once for every pair, or once per pair in order ("exact" without it).
+std::string claim_of(const VerifyOptions& o, std::size_t i) {
+  if (o.claim.empty()) return "exact";
+  return o.claim.size() == 1 ? o.claim[0] : o.claim[i];
+}
+
 int replay(const VerifyOptions& o) {
-  Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
+  const std::string& src_path = o.src[0];
+  const std::string& tgt_path = o.tgt[0];
+  const std::string claim = claim_of(o, 0);
+  const std::string& dir = o.inputs_dir[0];
+  Routine src = load_checked_routine(src_path), tgt = load_checked_routine(tgt_path);
   preflight_memory(parallel_pairs_memory({{&src, &tgt}}, "interp", 1,
                                          "the replay: source and target on the interpreter, every node as "
                                          "f64 cells"),
-                   o.max_memory, o.tgt);
-  std::optional<double> rel = verify::parse_claim(o.claim);
+                   o.max_memory, tgt_path);
+  std::optional<double> rel = verify::parse_claim(claim);
   std::vector<std::string> nodes;
   for (const Node* n : src.outputs()) nodes.push_back(n->name);
   if (std::string why = verify::pair_mismatch(src, tgt, nodes); !why.empty())
-    throw UserError(kExitMalformed, o.tgt, 0, 0, why);
+    throw UserError(kExitMalformed, tgt_path, 0, 0, why);
   TensorMap in;
   for (const Node* n : src.inputs()) {
-    std::string path = (std::filesystem::path(o.inputs) / (n->name + ".npy")).string();
+    std::string path = (std::filesystem::path(dir) / (n->name + ".npy")).string();
     if (!std::filesystem::exists(path))
       throw UserError(kExitMissingInput, path, 0, 0, fmt::format("no input file for {}", n->name));
     Tensor t = read_npy(path);
@@ -134,31 +158,142 @@ int replay(const VerifyOptions& o) {
   verify::PairRunner runner(src, tgt, verify::claim_checks(nodes, rel));
   auto m = runner.run(in);
   if (m) {
-    fmt::print("replay: the claim '{}' fails on the inputs in {}: {}\n", o.claim, o.inputs, m->text());
+    fmt::print("replay: the claim '{}' fails on the inputs in {}: {}\n", claim, dir, m->text());
     return kExitRefuted;
   }
-  fmt::print("replay: the claim '{}' holds on the inputs in {} (one input set: not a proof)\n", o.claim,
-             o.inputs);
+  fmt::print("replay: the claim '{}' holds on the inputs in {} (one input set: not a proof)\n", claim, dir);
   return kExitOk;
 }
 
+// Options that name this run's inputs, its report or its gate: a single obligation's repro leaves
+// them out (they change no verdict).
+bool left_out_of_repro(const std::string& name) {
+  static const std::set<std::string> names = {"--src",    "--tgt",    "--claim",  "--obligation", "--baseline",
+                                              "--write-baseline", "-o", "--output", "--format", "--expect",
+                                              "--details", "--source-root", "--stats"};
+  return names.count(name) > 0;
+}
+
+// The command that verifies one input alone (`unit`: "FILE" or "--src A --tgt B --claim C"): this
+// run's options without its inputs and without what left_out_of_repro names.
+std::string single_input_command(const VerifyOptions& o, const std::string& unit) {
+  const std::vector<std::string>& args = command_arguments();
+  std::size_t i = 0;
+  while (i < args.size() && args[i] != "verify") ++i;
+  std::string kept;
+  for (++i; i < args.size(); ++i) {
+    const std::string& tok = args[i];
+    if (tok.size() < 2 || tok[0] != '-') continue;  // an input (positional)
+    const std::string name = tok.substr(0, tok.find('='));
+    const CLI::Option* opt = o.app ? o.app->get_option_no_throw(name) : nullptr;
+    const bool takes_value = opt && opt->get_items_expected_min() > 0 && tok.find('=') == std::string::npos;
+    const bool drop = left_out_of_repro(name);
+    if (!drop) kept += " " + shell_quote(tok);
+    if (takes_value && i + 1 < args.size()) {
+      ++i;
+      if (!drop) kept += " " + shell_quote(args[i]);
+    }
+  }
+  return "flashproof verify " + unit + kept;
+}
+
+void check_inputs(const VerifyOptions& o) {
+  if (o.src.size() != o.tgt.size())
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("--src and --tgt go together: {} --src for {} --tgt", o.src.size(), o.tgt.size()));
+  if (o.files.empty() && o.src.empty())
+    throw UserError(kExitUsage, "", 0, 0, "nothing to verify: give FILE..., or --src A.fp --tgt B.fp --claim ...");
+  if (o.claim.size() > 1 && o.claim.size() != o.src.size())
+    throw UserError(kExitUsage, "", 0, 0,
+                    fmt::format("--claim: give one claim for every pair or one per pair ({} claims for {} pairs)",
+                                o.claim.size(), o.src.size()));
+  if (!o.claim.empty() && o.src.empty())
+    throw UserError(kExitUsage, "", 0, 0, "--claim is a hand-written pair's: give --src and --tgt");
+  if (!o.inputs_dir.empty() && (o.src.size() != 1 || !o.files.empty() || o.inputs_dir.size() != 1))
+    throw UserError(kExitUsage, "", 0, 0, "--inputs replays one pair: give one --src and one --tgt, and no FILE");
+}
+
+// Why the tier applied nothing to a program, and the setting that would change it.
+std::pair<std::string, std::string> nothing_applied_reason(const Config& config, bool declined) {
+  std::vector<std::string> gates;
+  for (const Member& m : tier_members())
+    if (m.gate_on(config)) gates.push_back(m.gate);
+  if (gates.empty()) {
+    std::string keys;
+    for (const Member& m : tier_members()) keys += (keys.empty() ? "" : ", ") + m.gate;
+    return {"every member's gate is off",
+            fmt::format("turn one on: --set KEY=true for a gate among {}, or --profile approximate for every "
+                        "gate (flashproof list-rewrites)",
+                        keys)};
+  }
+  if (declined)
+    return {"every candidate declined",
+            "see each decline's hint below; flashproof rewrite FILE --explain shows the whole search"};
+  return {fmt::format("no candidate of {} matched", fmt::join(gates, ", ")),
+          "flashproof list-rewrites says what each member matches; flashproof rewrite FILE --explain shows the "
+          "search"};
+}
+
+// The tier's tasks and findings on one program.
+void add_program(VerifyOptions& o, const Config& config, const std::string& file, std::vector<verify::Task>& tasks,
+                 verify::ReportContext& ctx) {
+  Routine r = load_checked_routine(file);
+  // The tier's output is checked as `run` checks it (pipeline/checked_tier.h): a malformed one,
+  // like a tier that does not converge, is a bug reported with the command that reproduces it.
+  verify::TierTasks tt = verify::tier_tasks(r, config, o.tier, file, single_input_command(o, shell_quote(file)));
+  check_tier_output(tt.result);
+  for (const auto& n : tt.result.notes)
+    if (std::find(ctx.notes.begin(), ctx.notes.end(), n) == ctx.notes.end()) ctx.notes.push_back(n);
+  std::vector<verify::Finding> declines = verify::decline_findings(tt.result, r, file);
+  if (tt.tasks.empty()) {
+    auto [why, hint] = nothing_applied_reason(config, !declines.empty());
+    ctx.findings.push_back(verify::nothing_applied(file, why, hint));
+  }
+  for (auto& f : declines) ctx.findings.push_back(std::move(f));
+  for (auto& t : tt.tasks) tasks.push_back(std::move(t));
+}
+
+void keep_selected_obligations(const std::vector<std::string>& selected, std::vector<verify::Task>& tasks) {
+  if (selected.empty()) return;
+  std::vector<std::string> known;
+  for (const auto& t : tasks) known.push_back(t.id);
+  for (const auto& id : selected)
+    if (std::find(known.begin(), known.end(), id) == known.end())
+      throw UserError(kExitUsage, "", 0, 0,
+                      known.empty() ? fmt::format("--obligation {}: no such obligation (the tier applied no "
+                                                  "rewrite, so there are none)",
+                                                  id)
+                                    : fmt::format("--obligation {}: no such obligation (known: {})", id,
+                                                  fmt::join(known, ", ")));
+  std::vector<verify::Task> kept;
+  for (auto& t : tasks)
+    if (std::find(selected.begin(), selected.end(), t.id) != selected.end()) kept.push_back(std::move(t));
+  tasks = std::move(kept);
+}
+
+verify::Baseline read_baseline_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UserError(kExitMissingInput, path, 0, 0,
+                    "no baseline here (write one with verify --write-baseline FILE, or leave out --baseline)");
+  return verify::parse_baseline(read_source(path), path);
+}
+
 void run_verify(VerifyOptions& o) {
-  const bool pair_mode = !o.src.empty() || !o.tgt.empty();
-  if (pair_mode && !o.file.empty())
-    throw UserError(kExitUsage, "", 0, 0,
-                    "give either FILE (verify the tier's rewrites) or --src and --tgt, not both");
-  if (pair_mode && (o.src.empty() || o.tgt.empty()))
-    throw UserError(kExitUsage, "", 0, 0, "--src and --tgt go together");
-  if (!pair_mode && o.file.empty())
-    throw UserError(kExitUsage, "", 0, 0,
-                    "nothing to verify: give FILE, or --src A.fp --tgt B.fp --claim ...");
-  if (!o.inputs.empty()) {
-    if (!pair_mode) throw UserError(kExitUsage, "", 0, 0, "--inputs replays a pair: give --src and --tgt");
+  check_inputs(o);
+  if (!o.inputs_dir.empty()) {
     set_exit_code(replay(o));
     return;
   }
-  // --fail-on's value is one of its set (tools/shared_options.h).
-  const verify::FailOn fail_on = o.fail_on == "refuted" ? verify::FailOn::Refuted : verify::FailOn::Unknown;
+  // --fail-on's and --expect's values are each one of its set (tools/shared_options.h).
+  verify::Gate gate;
+  gate.fail_on = o.fail_on == "refuted" ? verify::FailOn::Refuted : verify::FailOn::Unknown;
+  gate.expect = o.expect == "applied"    ? verify::Expect::Applied
+                : o.expect == "anything" ? verify::Expect::Anything
+                                         : verify::Expect::Obligations;
+  // Read before anything runs: a malformed baseline is an error, not a run lost at the end.
+  std::optional<verify::Baseline> baseline;
+  if (!o.baseline.empty()) baseline = read_baseline_file(o.baseline);
   o.engine.run_budget_s = o.run_budget_s;
   const verify::CacheMode cache_mode = verify::resolve_cache_mode(o.cache_mode, o.no_cache);
   o.engine.use_cache = cache_mode != verify::CacheMode::Off;
@@ -167,51 +302,41 @@ void run_verify(VerifyOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   verify::ReportContext ctx;
   ctx.command = command_line();
-  ctx.fail_on = fail_on;
+  ctx.details = o.details;
+  ctx.source_root = o.source_root;
   std::vector<verify::Task> tasks;
-  if (pair_mode) {
-    Routine src = load_checked_routine(o.src), tgt = load_checked_routine(o.tgt);
-    ctx.input = o.src + " -> " + o.tgt;
-    tasks = verify::pair_tasks(std::move(src), std::move(tgt), o.claim, o.tgt, command_line(), o.engine.limits);
-  } else {
+  if (!o.files.empty()) {
     Config config = o.config.resolve();
-    Routine r = load_checked_routine(o.file);
     warn_gated_off_selections(config, o.tier);
-    ctx.input = o.file;
     ctx.config = describe_config(config);
-    // The tier's output is checked as `run` checks it (pipeline/checked_tier.h): a malformed one,
-    // like a tier that does not converge, is a bug reported with the command that reproduces it.
-    verify::TierTasks tt = verify::tier_tasks(r, config, o.tier, o.file, command_line());
-    check_tier_output(tt.result);
-    tasks = std::move(tt.tasks);
-    for (const auto& n : tt.result.notes) ctx.notes.push_back(n);
-    if (!o.obligations.empty()) {
-      std::vector<std::string> known;
-      for (const auto& t : tasks) known.push_back(t.id);
-      for (const auto& id : o.obligations)
-        if (std::find(known.begin(), known.end(), id) == known.end())
-          throw UserError(kExitUsage, "", 0, 0,
-                          known.empty()
-                              ? fmt::format("--obligation {}: no such obligation (the tier applied no "
-                                            "rewrite, so there are none)",
-                                            id)
-                              : fmt::format("--obligation {}: no such obligation (known: {})", id,
-                                            fmt::join(known, ", ")));
-      std::vector<verify::Task> kept;
-      for (auto& t : tasks)
-        if (std::find(o.obligations.begin(), o.obligations.end(), t.id) != o.obligations.end())
-          kept.push_back(std::move(t));
-      tasks = std::move(kept);
+    for (const auto& file : o.files) {
+      if (o.files.size() > 1 && !o.no_progress) fmt::print(stderr, "verify: running the tier on {}\n", file);
+      add_program(o, config, file, tasks, ctx);
+      ctx.inputs.push_back(file);
     }
-    if (tasks.empty()) ctx.notes.push_back("no obligations: the tier applied no rewrite");
   }
+  for (std::size_t i = 0; i < o.src.size(); ++i) {
+    Routine src = load_checked_routine(o.src[i]), tgt = load_checked_routine(o.tgt[i]);
+    const std::string claim = claim_of(o, i);
+    const std::string unit =
+        fmt::format("--src {} --tgt {} --claim {}", shell_quote(o.src[i]), shell_quote(o.tgt[i]), shell_quote(claim));
+    for (auto& t : verify::pair_tasks(std::move(src), std::move(tgt), claim, o.tgt[i], single_input_command(o, unit),
+                                      o.engine.limits))
+      tasks.push_back(std::move(t));
+    ctx.inputs.push_back(o.src[i] + " -> " + o.tgt[i]);
+  }
+  keep_selected_obligations(o.obligations, tasks);
   // A hand-written pair runs at its own sizes: too big for the machine is refused here, before
   // anything runs. The tier's obligations are proved for all sizes where their lifts apply and
   // check small instances; a concrete check at the routine's sizes (a lift's fallback) is held to
   // the same limit per obligation and ends unknown (resource limit) instead.
-  if (pair_mode) {
-    preflight_memory(trials_memory(tasks, o.engine.jobs), o.max_memory, o.tgt);
-  } else {
+  if (!o.src.empty()) {
+    std::vector<verify::Task> pairs;
+    for (const auto& t : tasks)
+      if (t.hand_pair) pairs.push_back(t);
+    preflight_memory(trials_memory(pairs, o.engine.jobs), o.max_memory, o.tgt[0]);
+  }
+  if (!o.files.empty()) {
     const MemoryLimit limit = resolve_memory_limit(o.max_memory);
     o.engine.interpreter_memory_bytes = limit.bytes;
     if (limit.bytes && o.engine.jobs > 1) *o.engine.interpreter_memory_bytes /= o.engine.jobs;
@@ -227,9 +352,21 @@ void run_verify(VerifyOptions& o) {
   std::vector<verify::Verdict> verdicts = verify::verify_tasks(tasks, o.engine);
   if (progress) progress->stop();
   ctx.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (baseline) {
+    std::set<std::string> files(o.files.begin(), o.files.end());
+    files.insert(o.tgt.begin(), o.tgt.end());
+    ctx.gate = gate;
+    ctx.gate.baseline = verify::compare_with_baseline(*baseline, o.baseline, verdicts, ctx.findings, files,
+                                                      gate.fail_on == verify::FailOn::Unknown);
+    for (const auto& f : ctx.gate.baseline->lost) ctx.findings.push_back(f);
+  } else {
+    ctx.gate = gate;
+  }
+  if (!o.write_baseline.empty())
+    write_text_output(o.write_baseline, verify::baseline_json(verify::baseline_of(verdicts, ctx.findings)));
   write_text_output(o.output, verify::render_report(o.format, verdicts, ctx));
   if (o.stats) print_stats(verdicts, ctx.seconds);
-  set_exit_code(verify::exit_code_for(verdicts, fail_on));
+  set_exit_code(verify::gate_exit_code(verdicts, ctx.findings, ctx.gate));
 }
 
 void setup_verify(CLI::App& app) {
@@ -237,16 +374,38 @@ void setup_verify(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "verify",
       "Discharge verification obligations: the rewrite tier's on FILE, or a hand-written --src/--tgt pair");
-  sub->add_option("FILE", o->file, "Routine (.fp) to rewrite with the tier and verify");
-  sub->add_option("--src", o->src, "Source routine of a hand-written pair (translation validation)");
-  sub->add_option("--tgt", o->tgt, "Target routine of a hand-written pair");
+  o->app = sub;
+  sub->add_option("FILE", o->files,
+                  "Routines (.fp or .te) to rewrite with the tier and verify: one run, one report for them all");
+  sub->add_option("--src", o->src,
+                  "Source routine of a hand-written pair (translation validation); repeat --src/--tgt for several "
+                  "pairs");
+  sub->add_option("--tgt", o->tgt, "Target routine of a hand-written pair (the n-th --tgt goes with the n-th --src)");
   sub->add_option("--claim", o->claim,
-                  "What the pair claims: exact; bounded (the target is one of a registered rewrite's forms of the "
-                  "source, written your own way, within that rewrite's certified bounds); or bounded:REL (|tgt - "
-                  "src| <= REL·|src|)");
+                  "What the pair claims: exact (the default); bounded (the target is one of a registered rewrite's "
+                  "forms of the source, written your own way, within that rewrite's certified bounds); or "
+                  "bounded:REL (|tgt - src| <= REL·|src|). Once for every pair, or once per pair");
   sub->add_option(
-      "--inputs", o->inputs,
+      "--inputs", o->inputs_dir,
       "Replay the pair on the inputs DIR/NAME.npy (a counterexample case); exit 1 when the claim fails");
+  sub->add_option("--expect", o->expect,
+                  "What the gate expects besides the verdicts: obligations (the default: a run with no obligation "
+                  "at all fails, exit 3), applied (every decline of an enabled shape and every program with "
+                  "nothing applied fails, exit 3) or anything")
+      ->check(CLI::IsMember({"obligations", "applied", "anything"}))
+      ->capture_default_str();
+  sub->add_option("--baseline", o->baseline,
+                  "Fail only on what is new or worse than in this baseline (written by --write-baseline): a new "
+                  "refuted, error or unknown verdict, a narrower scope, a new decline, a lost proof");
+  sub->add_option("--write-baseline", o->write_baseline,
+                  "Record this run's verdicts and findings as a baseline here (stable ids: file, rewrite, nodes, "
+                  "claim)");
+  sub->add_flag("--details", o->details,
+                "Text report: the solver, the limits and every verdict's full certificate (the default is one line "
+                "per obligation and a block per verdict that is not proved)");
+  sub->add_option("--source-root", o->source_root,
+                  "SARIF: the directory file locations are relative to (uriBaseId SRCROOT; default: the working "
+                  "directory)");
   sub->add_option("--obligation", o->obligations,
                   "Discharge only this obligation id (repeatable), as the report lists it: APPLICATION.CLAIM");
   add_tier_options(*sub, o->tier);

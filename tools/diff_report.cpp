@@ -94,9 +94,15 @@ std::string diff_junit(const DiffReport& r) {
 // comparison that was not made.
 std::string diff_sarif(const DiffReport& r) {
   verify::SarifLog log;
-  log.rules = {{"diff.executors", "two executors disagree", ""},
-               {"diff.rewrite", "a rewrite changes an output beyond its claim", ""},
-               {"diff.unknown", "the comparison could not be made", ""}};
+  log.rules = {{"diff.executors", "two executors disagree",
+                "Two executors computed an output differently beyond its tolerance; the message names the cell, the "
+                "two values and the command that replays the comparison."},
+               {"diff.rewrite", "a rewrite changes an output beyond its claim",
+                "The rewritten program's output differs from the original's beyond what the rewrite claims; the "
+                "message names the cell and the replay command."},
+               {"diff.unknown", "the comparison could not be made",
+                "The comparison was not made (a stand-in executor, an unsupported construct); the message says "
+                "why. It is no evidence either way."}};
   auto add = [&](std::string rule, std::string level, std::string message) {
     verify::SarifResult& x = log.results.emplace_back();
     x.rule_id = std::move(rule);

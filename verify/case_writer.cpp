@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/npy.h"
@@ -24,6 +25,26 @@ std::string sh_quote(const std::string& s) {
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
+// Values shown inline per input; the rest stay in the .npy.
+constexpr std::size_t kInlineValues = 16;
+
+std::string value_text(double x, Prec p) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+  return p == Prec::F64 ? fmt::format("{:.17g}", x) : fmt::format("{:.9g}", x);
+}
+
+// "q f32[2, 1] = [0.5, -inf]", cut after kInlineValues values.
+std::string inline_input(const std::string& name, const Tensor& t) {
+  std::string dims;
+  for (auto d : t.dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  std::string values;
+  const std::size_t shown = std::min(t.data.size(), kInlineValues);
+  for (std::size_t i = 0; i < shown; ++i) values += (i ? ", " : "") + value_text(t.data[i], t.prec);
+  if (shown < t.data.size()) values += fmt::format(", … ({} more in {}.npy)", t.data.size() - shown, name);
+  return fmt::format("{} {}[{}] = [{}]", name, prec_name(t.prec), dims, values);
+}
+
 }  // namespace
 
 std::string sanitize_id(const std::string& id) {
@@ -82,7 +103,9 @@ Counterexample write_case(const std::string& dir, const Routine& src, const Rout
                             "still fails at these.\n",
                   inputs_list, replay, note));
   out.commit();
-  return Counterexample{d.string(), replay, mismatch.text(), extents};
+  std::vector<std::string> shown;
+  for (const auto& [name, tensor] : inputs) shown.push_back(inline_input(name, tensor));
+  return Counterexample{d.string(), replay, mismatch.text(), extents, shown};
 }
 
 }  // namespace fp::verify

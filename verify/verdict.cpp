@@ -146,6 +146,7 @@ json to_json(const Verdict& v) {
     j["counterexample"] = {{"dir", v.counterexample->dir},
                            {"replay", v.counterexample->replay},
                            {"summary", v.counterexample->summary},
+                           {"inputs", v.counterexample->inputs},
                            {"extents", extents}};
   } else
     j["counterexample"] = nullptr;
@@ -195,7 +196,9 @@ Verdict verdict_from_json(const json& j) {
   }
   if (!j.at("counterexample").is_null()) {
     const json& c = j.at("counterexample");
-    v.counterexample = Counterexample{c.at("dir"), c.at("replay"), c.at("summary"), {}};
+    v.counterexample = Counterexample{c.at("dir"), c.at("replay"), c.at("summary"), {}, {}};
+    if (c.contains("inputs"))
+      for (const auto& line : c.at("inputs")) v.counterexample->inputs.push_back(line.get<std::string>());
     if (c.contains("extents"))  // absent in entries written before size reduction
       for (const auto& e : c.at("extents"))
         v.counterexample->extents.push_back(ExtentReduction{e.at("original"), e.at("reduced")});

@@ -114,6 +114,10 @@ struct Counterexample {
   // The extents substituted in both routines of the case, largest first; empty when the case has
   // the obligation's own sizes.
   std::vector<ExtentReduction> extents;
+  // The case's inputs inline, one line per input ("q f32[2, 1] = [0.5, -inf]"; a long one cut
+  // after its first values, the rest in its .npy), alive-tv style: the values that fail the claim
+  // are on screen, not only in files.
+  std::vector<std::string> inputs;
 };
 
 struct Verdict {

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
+#include <tuple>
 
 #include "core/support/private_directory.h"
 #include "core/support/sha256.h"
@@ -74,6 +76,27 @@ std::string create_key(const std::string& path) {
   return problem;
 }
 
+// The key derived from FLASHPROOF_CACHE_SECRET (set and non-empty): SHA-256 over a fixed
+// domain-separation prefix, its terminating NUL included, then the secret's bytes.
+CacheAuthKey key_from_secret(std::string_view secret) {
+  CacheAuthKey k;
+  k.path = kCacheSecretSource;
+  if (secret.size() < kCacheSecretMinBytes) {
+    k.problem = fmt::format(
+        "FLASHPROOF_CACHE_SECRET holds {} bytes; at least {} are needed (a CI secret of random "
+        "characters, e.g. `openssl rand -hex 32`)",
+        secret.size(), kCacheSecretMinBytes);
+    return k;
+  }
+  static constexpr char kDomain[] = "flashproof cache key v1";  // sizeof includes the NUL
+  std::string message(kDomain, sizeof kDomain);
+  message.append(secret);
+  const Sha256Digest digest = sha256(message);
+  k.bytes.assign(reinterpret_cast<const char*>(digest.data()), digest.size());
+  static_assert(std::tuple_size_v<Sha256Digest> == kCacheAuthKeyBytes);
+  return k;
+}
+
 // Reads the key through `fd` after checking what it is; the problem otherwise.
 std::string read_key(int fd, std::string& bytes) {
   struct stat st {};
@@ -110,12 +133,14 @@ std::string cache_auth_key_path() {
 }
 
 CacheAuthKey load_cache_auth_key(bool create) {
+  if (const char* secret = std::getenv("FLASHPROOF_CACHE_SECRET"); secret && *secret)
+    return key_from_secret(secret);
   CacheAuthKey k;
   k.path = cache_auth_key_path();
   if (k.path.empty()) {
     k.problem =
         "there is no place for the per-user cache key: HOME and XDG_CONFIG_HOME are unset (set "
-        "FLASHPROOF_CACHE_KEY=FILE)";
+        "FLASHPROOF_CACHE_KEY=FILE, or FLASHPROOF_CACHE_SECRET to a secret)";
     return k;
   }
   const std::filesystem::path p(k.path);

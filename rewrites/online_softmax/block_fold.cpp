@@ -401,7 +401,7 @@ std::map<std::string, Index> cell_map(const Nest& nest, const std::vector<Index>
 std::variant<FoldPlan, Decline> match_fold(const RoutineView& view, const Normalizer& nz, std::int64_t block) {
   auto res = match(view, nz, block);
   if (auto* f = std::get_if<Fail>(&res))
-    return Decline{"online-softmax", kBlockFoldId, 0, nz.a + 1, view.source_line(nz.a), f->code, f->sentence};
+    return Decline{"online-softmax", kBlockFoldId, 0, nz.a + 1, view.source_line(nz.a), f->code, f->sentence, ""};
   auto fm = std::make_shared<FoldMatch>(std::move(std::get<FoldMatch>(res)));
   FoldPlan plan;
   plan.f_at = fm->f_at;

@@ -649,7 +649,7 @@ std::optional<std::variant<BackwardPlan, Decline>> match_backward(const RoutineV
   if (!res) return std::nullopt;
   if (auto* f = std::get_if<Fail>(&*res))
     return Decline{"online-softmax",       kFusedBackwardId, 0,          nz.a + 1,
-                   view.source_line(nz.a), f->code,          f->sentence};
+                   view.source_line(nz.a), f->code,          f->sentence, ""};
   auto bm = std::make_shared<BackwardMatch>(std::move(std::get<BackwardMatch>(*res)));
   BackwardPlan plan;
   std::set<int> consumed = m.consumed_positions();
@@ -684,7 +684,8 @@ std::optional<Decline> orphan_backward(const RoutineView& view) {
                         "normalizer to anchor the fused backward on (a backward compiled alone is left "
                         "composed)",
                         pos_text(p), num->args[0]->name, u->args[1]->args[0]->name,
-                        u->args[1]->args[0]->name)};
+                        u->args[1]->args[0]->name),
+            ""};
     }
   }
   return std::nullopt;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <variant>
 
+#include "core/ir_visit.h"
 #include "core/numerics.h"
 #include "core/text_printer.h"
 #include "rewrites/online_softmax/axis_roles.h"
@@ -384,6 +385,25 @@ bool is_exp_of(const Line& line, const std::string& n) {
   return v && v->kind == ExprKind::Unary && v->unop() == UnOp::Exp && is_get_of(v->args[0], n);
 }
 
+// Where the max's shift x - m sits inside a larger expression (exp(x - m) written inline): the
+// scan matches each step as its own statement, so the no-sum-chain sentence says where.
+std::string inline_shift_text(const RoutineView& view, const Anchor& an) {
+  for (int p : view.readers(an.m->name)) {
+    const Line& line = view.line(p);
+    if (!line.nest || is_sub_of(line, an.x->name, an.m->name)) continue;
+    bool inline_shift = false;
+    for_each_expr(line.nest->store->value, [&](const Expr& e) {
+      inline_shift = inline_shift || (e.kind == ExprKind::Binary && e.binop() == BinOp::Sub &&
+                                      is_get_of(e.args[0], an.x->name) && is_get_of(e.args[1], an.m->name));
+    });
+    if (inline_shift)
+      return fmt::format("{} computes {} - {} inside a larger expression, where the scan needs it as its own "
+                         "statement into its own node",
+                         pos_text(p), an.x->name, an.m->name);
+  }
+  return "it is not a softmax normalizer";
+}
+
 bool is_sum_of(const Line& line, const std::string& e) {
   if (!line.nest) return false;
   auto red = reduction_of(*line.nest);
@@ -399,7 +419,7 @@ NormalizerSearch find_normalizers(const RoutineView& view) {
     if (!anchor) continue;
     auto decline = [&](const Fail& f) {
       out.declines.push_back(
-          Decline{"online-softmax", kNormalizerScanId, 0, a + 1, view.source_line(a), f.code, f.sentence});
+          Decline{"online-softmax", kNormalizerScanId, 0, a + 1, view.source_line(a), f.code, f.sentence, ""});
     };
     if (auto* f = std::get_if<Fail>(&*anchor)) {
       decline(*f);
@@ -429,11 +449,9 @@ NormalizerSearch find_normalizers(const RoutineView& view) {
     }
     if (done) continue;
     if (!any)
-      decline(Fail{
-          "no-sum-chain",
-          fmt::format("no chain {} - {} -> exp -> sum hangs off the max reduction of {}; it is not a softmax "
-                      "normalizer",
-                      an.x->name, an.m->name, an.m->name)});
+      decline(Fail{"no-sum-chain",
+                   fmt::format("no chain {} - {} -> exp -> sum hangs off the max reduction of {}; {}", an.x->name,
+                               an.m->name, an.m->name, inline_shift_text(view, an))});
     else
       decline(*first);
   }

@@ -6,6 +6,7 @@
 #include "core/ir_visit.h"
 #include "rewrites/name_minter.h"
 #include "rewrites/online_softmax/block_fold.h"
+#include "rewrites/online_softmax/decline_hints.h"
 #include "rewrites/online_softmax/fused_backward.h"
 #include "rewrites/online_softmax/mutants.h"
 #include "rewrites/online_softmax/normalizer_scan.h"
@@ -106,8 +107,23 @@ MemberOutput rewrite_online_softmax(const Routine& r, const MemberContext& ctx) 
   return osm::rewrite(r, osm::options_of(ctx));
 }
 
+namespace osm {
+namespace {
+MemberOutput rewrite_shapes(const Routine& r, const RewriteOptions& opts);
+}  // namespace
+}  // namespace osm
+
+// Every decline leaves with its hint (decline_hints.h).
 MemberOutput osm::rewrite(const Routine& r, const RewriteOptions& opts) {
-  using namespace osm;
+  MemberOutput out = rewrite_shapes(r, opts);
+  for (Decline& d : out.declines)
+    if (d.hint.empty()) d.hint = decline_hint(d);
+  return out;
+}
+
+namespace osm {
+namespace {
+MemberOutput rewrite_shapes(const Routine& r, const RewriteOptions& opts) {
   const bool scan_on = opts.scan, hoist_on = opts.hoist, fold_on = opts.fold, backward_on = opts.backward;
   const std::int64_t block = opts.block;
   MemberOutput out;
@@ -207,6 +223,8 @@ MemberOutput osm::rewrite(const Routine& r, const RewriteOptions& opts) {
   if (!tiles.empty()) drop_unreferenced(out.routine, folded_nodes);
   return out;
 }
+}  // namespace
+}  // namespace osm
 
 namespace {
 

@@ -81,7 +81,7 @@ std::optional<std::variant<Hoist, Decline>> match_hoist(const RoutineView& view,
   h.v = v.name;
   auto decline = [&](const char* code, std::string sentence) {
     return Decline{"online-softmax",   kValuePassHoistId, 0, pos + 1, view.source_line(pos), code,
-                   std::move(sentence)};
+                   std::move(sentence), ""};
   };
   const std::string what = fmt::format("the reduction into {} (of {} * {})", h.target, h.w, h.v);
   for (const Expr* f : {&w, &v})

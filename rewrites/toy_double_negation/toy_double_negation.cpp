@@ -72,7 +72,8 @@ Decline decline_of(int pos, int line, const std::string& node, int round) {
   return Decline{kId, kShape, round, pos, line, "mixed-precision",
                  fmt::format("the double negation stored into {} is not at one precision: a negation that "
                              "rounds is not undone by the second",
-                             node)};
+                             node),
+                 "store the double negation at one precision (node and operations alike)"};
 }
 
 MemberOutput apply(const Routine& r, const MemberContext& ctx) {

@@ -19,6 +19,7 @@
 #include "core/diagnostic.h"
 #include "core/support/cache_auth_key.h"
 #include "core/support/private_directory.h"
+#include "core/support/sha256.h"
 
 namespace fp {
 namespace {
@@ -276,6 +277,92 @@ TEST(PrivateCache, UnsafeKeyTurnsTheCacheOff) {
     ASSERT_EQ(::chown(own.path().c_str(), 12345, 12345), 0);
     k = load_cache_auth_key();
     EXPECT_NE(k.problem.find("owned by uid 12345"), std::string::npos) << k.problem;
+  }
+}
+
+// FLASHPROOF_CACHE_SECRET (a CI secret, held as contents): the key is derived from it, wins over
+// FLASHPROOF_CACHE_KEY, is never written to disk, and a short secret turns the caches off.
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+constexpr const char* kOtherSecret = "fedcba9876543210fedcba9876543210";
+
+TEST(PrivateCache, SecretGivesAKeyDerivedFromItAndNothingOnDisk) {
+  ScratchDir s;
+  ScopedEnv file("FLASHPROOF_CACHE_KEY", s / "keys/cache.key"), secret("FLASHPROOF_CACHE_SECRET", kSecret);
+  const CacheAuthKey k = load_cache_auth_key();
+  ASSERT_TRUE(k.available()) << k.problem;
+  EXPECT_EQ(k.bytes.size(), kCacheAuthKeyBytes);
+  EXPECT_EQ(k.path, "$FLASHPROOF_CACHE_SECRET");
+  EXPECT_EQ(k.problem, "");
+  EXPECT_FALSE(k.absent);
+  EXPECT_EQ(load_cache_auth_key(false).bytes, k.bytes) << "equal secrets gave different keys";
+  const Sha256Digest bare = sha256(kSecret);
+  EXPECT_NE(k.bytes, std::string(reinterpret_cast<const char*>(bare.data()), bare.size()))
+      << "the key is the secret's SHA-256 without the domain-separation prefix";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(s / "keys"))) << "the key file (or its directory) was created";
+  EXPECT_EQ(cache_auth_key_path(), s / "keys/cache.key") << "the key file's path is still the file's";
+  ScopedEnv other("FLASHPROOF_CACHE_SECRET", kOtherSecret);
+  const CacheAuthKey o = load_cache_auth_key();
+  ASSERT_TRUE(o.available()) << o.problem;
+  EXPECT_NE(o.bytes, k.bytes) << "different secrets gave the same key";
+}
+
+TEST(PrivateCache, SecretWinsOverTheKeyFile) {
+  OwnKey own;
+  const CacheAuthKey from_file = load_cache_auth_key();
+  ASSERT_TRUE(from_file.available()) << from_file.problem;
+  EXPECT_EQ(from_file.path, own.path());
+  ScopedEnv secret("FLASHPROOF_CACHE_SECRET", kSecret);
+  const CacheAuthKey k = load_cache_auth_key();
+  ASSERT_TRUE(k.available()) << k.problem;
+  EXPECT_EQ(k.path, "$FLASHPROOF_CACHE_SECRET");
+  EXPECT_NE(k.bytes, from_file.bytes);
+  {
+    ScopedEnv empty("FLASHPROOF_CACHE_SECRET", std::string());
+    EXPECT_EQ(load_cache_auth_key().bytes, from_file.bytes) << "an empty secret is not a source";
+  }
+}
+
+TEST(PrivateCache, ShortSecretTurnsTheCacheOff) {
+  ScratchDir s, keys;
+  ScopedEnv file("FLASHPROOF_CACHE_KEY", keys / "keys/cache.key"),
+      secret("FLASHPROOF_CACHE_SECRET", std::string(15, 'x'));
+  const CacheAuthKey k = load_cache_auth_key();
+  EXPECT_FALSE(k.available());
+  EXPECT_FALSE(k.absent);
+  EXPECT_EQ(k.path, "$FLASHPROOF_CACHE_SECRET");
+  EXPECT_NE(k.problem.find("FLASHPROOF_CACHE_SECRET holds 15 bytes; at least 16 are needed"),
+            std::string::npos)
+      << k.problem;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(keys / "keys"))) << "a short secret fell back to the key file";
+  PrivateCache c(spec_at(s.path()));
+  EXPECT_FALSE(c.enabled());
+  c.write_sealed(kName, "payload");
+  EXPECT_FALSE(c.read_sealed(kName));
+  EXPECT_TRUE(fs::is_empty(s.path())) << "a cache without a key wrote something";
+  ScopedEnv sixteen("FLASHPROOF_CACHE_SECRET", std::string(16, 'x'));
+  EXPECT_TRUE(load_cache_auth_key().available()) << "a 16-byte secret was refused";
+}
+
+TEST(PrivateCache, EntrySealedUnderAnotherSecretIsAMiss) {
+  ScratchDir s;
+  {
+    ScopedEnv secret("FLASHPROOF_CACHE_SECRET", kSecret);
+    PrivateCache c(spec_at(s.path()));
+    ASSERT_TRUE(c.enabled());
+    c.write_sealed(kName, "sealed under one secret");
+    EXPECT_TRUE(c.read_sealed(kName));
+  }
+  {
+    ScopedEnv secret("FLASHPROOF_CACHE_SECRET", kSecret);
+    PrivateCache c(spec_at(s.path()));
+    EXPECT_EQ(c.read_sealed(kName).value_or("miss"), "sealed under one secret")
+        << "the same secret in another run did not trust its own entry";
+  }
+  {
+    ScopedEnv secret("FLASHPROOF_CACHE_SECRET", kOtherSecret);
+    PrivateCache c(spec_at(s.path()));
+    ASSERT_TRUE(c.enabled());
+    EXPECT_FALSE(c.read_sealed(kName));
   }
 }
 

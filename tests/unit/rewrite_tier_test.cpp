@@ -42,7 +42,7 @@ Member once() {
     for (const auto& s : r.body->body)
       if (s->kind == StmtKind::Comment) {
         out.declines.push_back(
-            Decline{"toy-once", "toy-once", ctx.round, 1, 0, "already-done", "already commented"});
+            Decline{"toy-once", "toy-once", ctx.round, 1, 0, "already-done", "already commented", ""});
         return out;
       }
     std::vector<StmtP> body = r.body->body;
