@@ -24,11 +24,14 @@ mark_as_advanced(FLASHPROOF_INSTALL_CMAKEDIR)
 set(FLASHPROOF_LIBRARIES flashproof_core flashproof_frontend flashproof_rewrites flashproof_exec flashproof_pipeline
     flashproof_verify_terms flashproof_verify_smt flashproof_verify flashproof_diff)
 
+# Two components (docs/packaging.md): `runtime` is the program alone (what a CI job needs:
+# `cmake --install build --component runtime --strip`), `development` the libraries, headers and
+# package files. A plain `cmake --install` installs both.
 install(TARGETS ${FLASHPROOF_LIBRARIES} flashproof
   EXPORT flashproofTargets
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 
 # The public headers: the library API a consumer calls (docs/packaging.md, "The library API"), and
 # every header they include, found by following their `#include "…"` lines through the source tree.
@@ -74,19 +77,19 @@ endfunction()
 flashproof_header_closure(FLASHPROOF_INSTALLED_HEADERS ${FLASHPROOF_PUBLIC_HEADERS})
 foreach(header IN LISTS FLASHPROOF_INSTALLED_HEADERS)
   get_filename_component(folder ${header} DIRECTORY)
-  install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof/${folder})
+  install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof/${folder} COMPONENT development)
 endforeach()
 # The list, for the package test and for a reader: share/flashproof/public-headers.txt.
 string(REPLACE ";" "\n" FLASHPROOF_INSTALLED_HEADERS_TEXT "${FLASHPROOF_INSTALLED_HEADERS}")
 file(WRITE ${PROJECT_BINARY_DIR}/cmake/public-headers.txt "${FLASHPROOF_INSTALLED_HEADERS_TEXT}\n")
-install(FILES ${PROJECT_BINARY_DIR}/cmake/public-headers.txt DESTINATION ${CMAKE_INSTALL_DATADIR}/flashproof)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/public-headers.txt DESTINATION ${CMAKE_INSTALL_DATADIR}/flashproof COMPONENT development)
 install(FILES ${PROJECT_BINARY_DIR}/generated/flashproof/version.h
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof)
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flashproof COMPONENT development)
 
 install(EXPORT flashproofTargets
   NAMESPACE flashproof::
   FILE flashproofTargets.cmake
-  DESTINATION ${FLASHPROOF_INSTALL_CMAKEDIR})
+  DESTINATION ${FLASHPROOF_INSTALL_CMAKEDIR} COMPONENT development)
 configure_package_config_file(cmake/flashproofConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/flashproofConfig.cmake
   INSTALL_DESTINATION ${FLASHPROOF_INSTALL_CMAKEDIR})
@@ -96,7 +99,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/flashproofConfigVer
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/flashproofConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/flashproofConfigVersion.cmake
-  DESTINATION ${FLASHPROOF_INSTALL_CMAKEDIR})
+  DESTINATION ${FLASHPROOF_INSTALL_CMAKEDIR} COMPONENT development)
 
 # flashproof.pc is relocatable: its prefix is found from where the file lies (${pcfiledir}), so a
 # tree installed with `cmake --install build --prefix DIR` (or copied elsewhere) needs no rewrite.
@@ -119,4 +122,4 @@ if(CMAKE_THREAD_LIBS_INIT)
   string(APPEND FLASHPROOF_PC_SYSTEM_LIBS " ${CMAKE_THREAD_LIBS_INIT}")
 endif()
 configure_file(cmake/flashproof.pc.in ${PROJECT_BINARY_DIR}/cmake/flashproof.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/cmake/flashproof.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/flashproof.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT development)

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -78,6 +79,7 @@ struct VerifyOptions {
   std::vector<std::string> obligations;
   std::string format = "text";
   std::string output;
+  std::vector<std::string> reports;  // --report FORMAT=FILE
   std::string fail_on = "unknown";
   bool no_cache = false;
   const CLI::App* app = nullptr;  // the subcommand, for single_input_command
@@ -170,7 +172,7 @@ int replay(const VerifyOptions& o) {
 bool left_out_of_repro(const std::string& name) {
   static const std::set<std::string> names = {"--src",    "--tgt",    "--claim",  "--obligation", "--baseline",
                                               "--write-baseline", "-o", "--output", "--format", "--expect",
-                                              "--details", "--source-root", "--stats"};
+                                              "--details", "--source-root", "--stats", "--report"};
   return names.count(name) > 0;
 }
 
@@ -271,6 +273,34 @@ void keep_selected_obligations(const std::vector<std::string>& selected, std::ve
   tasks = std::move(kept);
 }
 
+// --report FORMAT=FILE values as (format, path); a usage error for a malformed one.
+std::vector<std::pair<std::string, std::string>> extra_reports(const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<std::string> formats = report_formats();
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    const std::string format = spec.substr(0, eq);
+    if (eq == std::string::npos || eq + 1 == spec.size() ||
+        std::find(formats.begin(), formats.end(), format) == formats.end())
+      throw UserError(kExitUsage, "", 0, 0,
+                      fmt::format("--report {}: expected FORMAT=FILE with FORMAT one of {}", spec, fmt::join(formats, ", ")));
+    out.emplace_back(format, spec.substr(eq + 1));
+  }
+  return out;
+}
+
+// In a run of several inputs, obligation ids repeat across inputs: their counterexample cases and
+// dumped queries get the input's stem in front ("attn.1.fold-sum"), and an index where stems repeat.
+void name_artifacts(std::size_t inputs, std::vector<verify::Task>& tasks) {
+  if (inputs < 2) return;
+  std::map<std::string, int> seen;
+  for (auto& t : tasks) {
+    std::string name = std::filesystem::path(t.file).stem().string() + "." + t.id;
+    const int n = seen[name]++;
+    t.artifact_name = n == 0 ? name : fmt::format("{}-{}", name, n + 1);
+  }
+}
+
 verify::Baseline read_baseline_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -326,6 +356,7 @@ void run_verify(VerifyOptions& o) {
     ctx.inputs.push_back(o.src[i] + " -> " + o.tgt[i]);
   }
   keep_selected_obligations(o.obligations, tasks);
+  name_artifacts(ctx.inputs.size(), tasks);
   // A hand-written pair runs at its own sizes: too big for the machine is refused here, before
   // anything runs. The tier's obligations are proved for all sizes where their lifts apply and
   // check small instances; a concrete check at the routine's sizes (a lift's fallback) is held to
@@ -365,6 +396,8 @@ void run_verify(VerifyOptions& o) {
   if (!o.write_baseline.empty())
     write_text_output(o.write_baseline, verify::baseline_json(verify::baseline_of(verdicts, ctx.findings)));
   write_text_output(o.output, verify::render_report(o.format, verdicts, ctx));
+  for (const auto& [format, path] : extra_reports(o.reports))
+    write_text_output(path, verify::render_report(format, verdicts, ctx));
   if (o.stats) print_stats(verdicts, ctx.seconds);
   set_exit_code(verify::gate_exit_code(verdicts, ctx.findings, ctx.gate));
 }
@@ -411,6 +444,9 @@ void setup_verify(CLI::App& app) {
   add_tier_options(*sub, o->tier);
   add_format_option(*sub, o->format, report_formats());
   add_output_option(*sub, o->output, "the report");
+  sub->add_option("--report", o->reports,
+                  "Also write the report in FORMAT to FILE (repeatable), e.g. --report sarif=out.sarif --report "
+                  "junit=out.xml: one run, every format a CI wants");
   add_fail_on_option(*sub, o->fail_on);
   sub->add_option("--timeout", o->engine.limits.timeout_s,
                   "Wall-clock backstop per solver query, seconds (default 60)")

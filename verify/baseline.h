@@ -63,7 +63,7 @@ enum class RegressionKind : std::uint8_t { Verdict, Narrower, Finding, Lost };
 struct Regression {
   RegressionKind kind = RegressionKind::Verdict;
   std::string key;
-  std::string sentence;  // "1.fold-sum in a.fp: refuted (the baseline has bounded)"
+  std::string sentence;  // "1.x in a.fp (its rewrite): refuted (the baseline has bounded)"
 };
 
 struct BaselineComparison {

@@ -61,7 +61,7 @@ void write_minimized_case(Verdict& v, const Task& t, const EngineOptions& o, con
                           const MinimizedCase& c) {
   const MinimizedCase* small = &c;
   const NodeCheck& violated = violated_check(checks, small->found.mismatch);
-  std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.id)).string();
+  std::string dir = (std::filesystem::path(o.cex_dir) / sanitize_id(t.artifact())).string();
   v.counterexample = write_case(dir, *small->src, *small->tgt, small->found.inputs, violated,
                                 small->found.mismatch, t.repro, small->extents);
   v.message = fmt::format("{} ({}: {}{})", v.message, small->minimized ? "minimized" : "as found",

@@ -42,7 +42,7 @@ std::vector<std::string> covered_nodes(const Task& t) {
 
 std::string dump_prefix(const Task& t, const EngineOptions& o) {
   if (o.dump_smt_dir.empty()) return "";
-  return (std::filesystem::path(o.dump_smt_dir) / sanitize_id(t.id)).string();
+  return (std::filesystem::path(o.dump_smt_dir) / sanitize_id(t.artifact())).string();
 }
 
 PairCheckOptions pair_check_options(const Task& t, const EngineOptions& o) {

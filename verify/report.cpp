@@ -354,7 +354,7 @@ std::string rule_help(const std::string& id) {
       "bounded: within a certified rounding bound) is a pass. Refuted comes with a minimized counterexample "
       "case and its replay command; unknown says why (timeout, resource limit, unsupported construct) and is "
       "never a proof. A decline names the code, the sentence and a hint on how to write the program so that "
-      "the shape matches (docs/online_softmax.md lists each member's codes).",
+      "the shape matches (each member's documentation lists its codes; flashproof rewrite FILE --explain shows the search).",
       id);
 }
 

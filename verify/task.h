@@ -32,6 +32,10 @@ struct Task {
   bool hand_pair = false;
   std::string file;
   std::string repro;
+  // The name of this obligation's files (its counterexample case directory, its dumped queries):
+  // its id, unless the caller sets a name unique across a run of several inputs ("attn.1.fold-sum").
+  std::string artifact_name;
+  const std::string& artifact() const { return artifact_name.empty() ? id : artifact_name; }
   // Tier tasks: the isolated target the tier emits for `s` (this task's source with its extents
   // substituted, verify/size_reduction.h), or nullopt when the member does not make this application
   // there. Empty for hand-written pairs. Only meaningful while tgt is what it emits for src (a

@@ -48,7 +48,7 @@ Verdict sample(VerdictKind k, const std::string& id) {
   }
   if (k == VerdictKind::Refuted)
     v.counterexample =
-        Counterexample{"/tmp/x", "flashproof verify --src ...", "o[0]: 1 vs 2", {{64, 2}, {16, 1}}};
+        Counterexample{"/tmp/x", "flashproof verify --src ...", "o[0]: 1 vs 2", {{64, 2}, {16, 1}}, {"q f32[2] = [1, 2]"}};
   return v;
 }
 
@@ -81,7 +81,7 @@ TEST(VerifyReport, Formats) {
   std::vector<Verdict> vs = {sample(VerdictKind::Exact, "1.a"), sample(VerdictKind::Bounded, "1.b"),
                              sample(VerdictKind::Refuted, "2.c"), sample(VerdictKind::Unknown, "3.d")};
   ReportContext ctx;
-  ctx.input = "attn.fp";
+  ctx.inputs = {"attn.fp"};
   ctx.command = "flashproof verify attn.fp";
   auto j = nlohmann::json::parse(report_json(vs, ctx));
   EXPECT_EQ(j["schema_version"], 1);
@@ -105,7 +105,7 @@ TEST(VerifyReport, Formats) {
 
   std::string junit = report_junit(vs, ctx);
   EXPECT_NE(junit.find("tests=\"4\" failures=\"2\" errors=\"0\" skipped=\"0\""), std::string::npos) << junit;
-  ctx.fail_on = FailOn::Refuted;
+  ctx.gate.fail_on = FailOn::Refuted;
   junit = report_junit(vs, ctx);
   EXPECT_NE(junit.find("failures=\"1\" errors=\"0\" skipped=\"1\""), std::string::npos) << junit;
 
