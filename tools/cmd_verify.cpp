@@ -290,7 +290,7 @@ std::vector<std::pair<std::string, std::string>> extra_reports(const std::vector
 }
 
 // In a run of several inputs, obligation ids repeat across inputs: their counterexample cases and
-// dumped queries get the input's stem in front ("attn.1.fold-sum"), and an index where stems repeat.
+// dumped queries get the input's stem in front ("attn.1.x"), and an index where stems repeat.
 void name_artifacts(std::size_t inputs, std::vector<verify::Task>& tasks) {
   if (inputs < 2) return;
   std::map<std::string, int> seen;

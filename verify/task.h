@@ -33,7 +33,7 @@ struct Task {
   std::string file;
   std::string repro;
   // The name of this obligation's files (its counterexample case directory, its dumped queries):
-  // its id, unless the caller sets a name unique across a run of several inputs ("attn.1.fold-sum").
+  // its id, unless the caller sets a name unique across a run of several inputs ("attn.1.x").
   std::string artifact_name;
   const std::string& artifact() const { return artifact_name.empty() ? id : artifact_name; }
   // Tier tasks: the isolated target the tier emits for `s` (this task's source with its extents

@@ -65,7 +65,7 @@ TEST(ReportWriters, JUnitCountsEscapesAndLaysOutEachOutcome) {
 
 TEST(ReportWriters, SarifIndexesRulesAndWritesOnlyWhatIsGiven) {
   SarifLog log;
-  log.rules = {{"r.one", "the first", ""}, {"r.two", "the second", "https://example.org/two"}};
+  log.rules = {{"r.one", "the first", ""}, {"r.two", "the second", "what r.two's results mean"}};
   SarifResult& bare = log.results.emplace_back();
   bare.rule_id = "r.two";
   bare.level = "warning";
@@ -83,8 +83,11 @@ TEST(ReportWriters, SarifIndexesRulesAndWritesOnlyWhatIsGiven) {
   const auto& run = j["runs"][0];
   EXPECT_FALSE(run.contains("invocations"));
   EXPECT_EQ(run["tool"]["driver"]["rules"][0]["name"], "r.one");
+  // No help URI (flashproof has no web site): the help is the rule's text, its description when
+  // none is given.
   EXPECT_FALSE(run["tool"]["driver"]["rules"][0].contains("helpUri"));
-  EXPECT_EQ(run["tool"]["driver"]["rules"][1]["helpUri"], "https://example.org/two");
+  EXPECT_EQ(run["tool"]["driver"]["rules"][0]["help"]["text"], "the first");
+  EXPECT_EQ(run["tool"]["driver"]["rules"][1]["help"]["text"], "what r.two's results mean");
   const auto& r0 = run["results"][0];
   EXPECT_EQ(r0["ruleIndex"], 1);
   EXPECT_FALSE(r0.contains("kind"));
