@@ -64,6 +64,16 @@ Finding nothing_applied(const std::string& file, const std::string& why, const s
   return f;
 }
 
+FindingCounts count_findings(const std::vector<Finding>& findings) {
+  FindingCounts c;
+  for (const Finding& f : findings) {
+    c.declines += f.kind == FindingKind::Decline;
+    c.nothing_applied += f.kind == FindingKind::NothingApplied;
+    c.lost += f.kind == FindingKind::Lost;
+  }
+  return c;
+}
+
 std::string finding_location(const Finding& f) {
   return f.line > 0 ? fmt::format("{}:{}", f.file, f.line) : f.file;
 }

@@ -46,6 +46,11 @@ std::vector<Finding> decline_findings(const RewriteResult& result, const Routine
 // "every member's gate is off"), `hint` the setting that would change it.
 Finding nothing_applied(const std::string& file, const std::string& why, const std::string& hint);
 
+struct FindingCounts {
+  int declines = 0, nothing_applied = 0, lost = 0;
+};
+FindingCounts count_findings(const std::vector<Finding>& findings);
+
 // "FILE:LINE" or "FILE" when the line is unknown.
 std::string finding_location(const Finding& f);
 

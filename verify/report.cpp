@@ -46,16 +46,11 @@ std::string limits_text(const Limits& l) {
 }
 
 json summary_json(const Summary& s, const std::vector<Finding>& findings) {
-  int declines = 0, nothing = 0, lost = 0;
-  for (const auto& f : findings) {
-    declines += f.kind == FindingKind::Decline;
-    nothing += f.kind == FindingKind::NothingApplied;
-    lost += f.kind == FindingKind::Lost;
-  }
-  return {{"total", s.total},     {"exact", s.exact},       {"bounded", s.bounded},
-          {"refuted", s.refuted}, {"unknown", s.unknown},   {"error", s.error},
-          {"cached", s.cached},   {"declines", declines},   {"nothing_applied", nothing},
-          {"lost", lost}};
+  const FindingCounts f = count_findings(findings);
+  return {{"total", s.total},     {"exact", s.exact},           {"bounded", s.bounded},
+          {"refuted", s.refuted}, {"unknown", s.unknown},       {"error", s.error},
+          {"cached", s.cached},   {"declines", f.declines},     {"nothing_applied", f.nothing_applied},
+          {"lost", f.lost}};
 }
 
 std::string summary_line(const Summary& s, double seconds) {
@@ -174,12 +169,8 @@ std::string finding_block(const Finding& f, bool fails) {
 }
 
 std::string findings_summary(const std::vector<Finding>& findings) {
-  int declines = 0, nothing = 0, lost = 0;
-  for (const auto& f : findings) {
-    declines += f.kind == FindingKind::Decline;
-    nothing += f.kind == FindingKind::NothingApplied;
-    lost += f.kind == FindingKind::Lost;
-  }
+  const FindingCounts c = count_findings(findings);
+  const int declines = c.declines, nothing = c.nothing_applied, lost = c.lost;
   std::string out = fmt::format("{} decline{}, {} program{} with nothing applied", declines, declines == 1 ? "" : "s",
                                 nothing, nothing == 1 ? "" : "s");
   if (lost) out += fmt::format(", {} lost proof{}", lost, lost == 1 ? "" : "s");
