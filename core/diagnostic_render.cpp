@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -94,6 +95,9 @@ bool source_line(const std::string& file, int line, std::string& out) {
     auto it = sources().find(file);
     if (it != sources().end()) return nth_line(it->second, line, out);
   }
+  // Only a regular file is read again: a FIFO would wait for a writer, a device never end.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return false;
   std::ifstream in(file, std::ios::binary);
   if (!in) return false;
   std::string text;

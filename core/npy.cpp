@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/diagnostic.h"
+#include "core/support/input_file.h"
 #include "core/numerics.h"
 #include "core/support/atomic_file.h"
 
@@ -353,19 +354,9 @@ std::string serialize_npy(const Tensor& t) {
 }
 
 Tensor read_npy(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot open: {}", std::strerror(errno)));
-  std::string bytes;
-  char buf[1 << 16];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed)
-    throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot read: {}", std::strerror(err)));
-  return parse_npy(bytes, path);
+  // A regular file only (a device could be endless, a FIFO hang), up to kMaxNpyFileBytes
+  // (core/support/input_file.h).
+  return parse_npy(read_input_file(path, InputFileRules{kMaxNpyFileBytes, false, "a .npy file"}), path);
 }
 
 void write_npy(AtomicFile& out, const Tensor& t) {

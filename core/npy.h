@@ -16,6 +16,7 @@
 // (core/support/atomic_file.h): the file appears whole or not at all, and a failure is exit 73 (cannot
 // create) or 74 (a write, flush or rename failed) naming the file.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@
 #include "core/tensor.h"
 
 namespace fp {
+
+// The largest .npy file read: 16 GiB (2^31 f64 cells and their header). The reader refuses
+// anything that is not a regular file (core/support/input_file.h).
+inline constexpr std::size_t kMaxNpyFileBytes = std::size_t{16} << 30;
 
 Tensor read_npy(const std::string& path);
 void write_npy(const std::string& path, const Tensor& t);

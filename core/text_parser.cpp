@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/diagnostic.h"
+#include "core/support/input_file.h"
 #include "core/text_lexer.h"
 
 namespace fp {
@@ -803,24 +804,10 @@ Routine parse_routine(std::string_view text, const std::string& file_name) {
 }
 
 Routine parse_routine_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot open ({})", std::strerror(errno)));
-  std::string contents;
-  // One allocation of the file's size: appending would double the capacity, and the peak, twice over.
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    if (size > 0) contents.reserve(static_cast<std::size_t>(size) + 1);
-    std::rewind(f);
-  }
-  char buffer[1 << 16];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) contents.append(buffer, n);
-  bool failed = std::ferror(f) != 0;
-  int err = errno;
-  std::fclose(f);
-  if (failed)
-    throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot open ({})", std::strerror(err)));
+  // A directory, a device or a socket is refused before a byte is read; a pipe is read up to the
+  // cap (core/support/input_file.h).
+  const std::string contents =
+      read_input_file(path, InputFileRules{kMaxRoutineBytes, true, "a routine in the .fp text format"});
   return parse_routine(contents, path);
 }
 

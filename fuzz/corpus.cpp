@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/diagnostic.h"
+#include "core/support/input_file.h"
 #include "core/support/atomic_file.h"
 #include "core/support/sha256.h"
 
@@ -18,29 +19,9 @@ namespace fp::fuzz {
 namespace fs = std::filesystem;
 
 std::string read_case_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot open ({})", std::strerror(errno)));
-  std::string contents;
-  char buffer[1 << 16];
-  std::size_t n = 0;
-  bool too_big = false;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) {
-    if (contents.size() + n > kMaxCaseBytes) {
-      too_big = true;
-      break;
-    }
-    contents.append(buffer, n);
-  }
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed)
-    throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot read ({})", std::strerror(err)));
-  if (too_big)
-    throw UserError(kExitMalformed, path, 0, 0,
-                    fmt::format("larger than {} bytes: expected one fuzzing input", kMaxCaseBytes));
-  return contents;
+  // A regular file only: a FIFO planted in a campaign would hang it, a device never end
+  // (core/support/input_file.h).
+  return read_input_file(path, InputFileRules{kMaxCaseBytes, false, "one fuzzing input"});
 }
 
 void fuzz_warning(const std::string& what) { std::fprintf(stderr, "flashproof fuzz: warning: %s\n", what.c_str()); }

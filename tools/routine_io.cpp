@@ -9,6 +9,7 @@
 
 #include "core/checker.h"
 #include "core/diagnostic.h"
+#include "core/support/input_file.h"
 #include "core/diagnostic_render.h"
 #include "core/input_validation.h"
 #include "core/npy.h"
@@ -33,12 +34,8 @@ std::string read_source(const std::string& path) {
     remember_source("<stdin>", text);
     return text;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(kExitMissingInput, path, 0, 0, "cannot open the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw UserError(kExitMissingInput, path, 0, 0, "cannot read the file");
-  return ss.str();
+  // Not a directory, a device or a socket; a pipe up to the cap (core/support/input_file.h).
+  return read_input_file(path, InputFileRules{kMaxRoutineBytes, true, "a program (.fp or .te text)"});
 }
 
 // The routine's default name: the file's stem when it is a valid name ("attn.te" -> attn);
