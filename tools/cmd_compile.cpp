@@ -18,6 +18,7 @@
 #include "exec/executor.h"
 #include "pipeline/prepared_program.h"
 #include "tools/command.h"
+#include "tools/standard_output.h"
 #include "tools/config_options.h"
 #include "tools/routine_io.h"
 #include "tools/shared_options.h"
@@ -69,12 +70,16 @@ void setup_compile(CLI::App& app) {
   add_config_options(*sub, o->config);
   sub->callback([o] {
     run_reporting_executor_failures("compile", [&] {
+      check_distinct_outputs({{"-o", o->output}, {"--abi", o->abi}, {"--source", o->source}});
       const Routine r = load_checked_routine(o->file);
       const Config cfg = o->config.resolve();
       const ExecOptions eo = exec_options(cfg, source_name(o->file));
       auto ex = make_executor("c", eo);
       require_available(*ex);
       const CObjectExport x = export_c_object(r, eo);
+      check_output_path(o->output);
+      check_output_path(o->abi);
+      check_output_path(o->source);
       write_file_atomically(o->output, x.object_bytes, 0755);
       if (!o->abi.empty()) write_file_atomically(o->abi, abi_json(x));
       if (!o->source.empty()) write_file_atomically(o->source, x.source);

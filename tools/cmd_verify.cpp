@@ -311,6 +311,9 @@ verify::Baseline read_baseline_file(const std::string& path) {
 
 void run_verify(VerifyOptions& o) {
   check_inputs(o);
+  std::vector<std::pair<std::string, std::string>> outputs = {{"-o", o.output}, {"--write-baseline", o.write_baseline}};
+  for (const auto& [format, path] : extra_reports(o.reports)) outputs.emplace_back("--report " + format, path);
+  check_distinct_outputs(outputs);
   if (!o.inputs_dir.empty()) {
     set_exit_code(replay(o));
     return;

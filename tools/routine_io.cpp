@@ -18,6 +18,7 @@
 #include "core/text_printer.h"
 #include "frontend/te_parser.h"
 #include "tools/command.h"
+#include "tools/standard_output.h"
 
 namespace fp::cli {
 
@@ -57,6 +58,7 @@ bool is_tensor_expression_file(const std::string& path) {
 }  // namespace
 
 Routine load_routine(const std::string& path) {
+  note_input_file(path);
   // A tensor-expression file is lowered as `flashproof lower` lowers it.
   if (is_tensor_expression_file(path)) return fe::lower_source(read_source(path), path, stem_name(path), false);
   if (path != "-") return parse_routine_file(path);
@@ -87,6 +89,7 @@ TensorMap load_inputs(const Routine& r, const std::vector<std::string>& specs,
       throw UserError(kExitUsage, "", 0, 0,
                       fmt::format("--input {}: the routine has no input named '{}'", spec, name));
     const std::string path = spec.substr(eq + 1);
+    note_input_file(path);
     Tensor t = read_npy(path);
     check_input_file(*n, t, path);
     in[name] = std::move(t);

@@ -6,8 +6,21 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace fp::cli {
+
+// The files a command reads (routines, programs, input tensors: tools/routine_io.cpp notes them)
+// and the files it writes: an output that names one of this run's inputs is refused (UserError
+// 73) before it is written — `-o` equal to the input would destroy it; write_text_output checks
+// it. A command with several outputs calls check_distinct_outputs first: two outputs naming one
+// file (`compile -o X --abi X` would keep only the last) is UserError 73 before anything runs.
+// Devices and FIFOs (/dev/null, /dev/stdout) are never refused.
+void note_input_file(const std::string& path);
+void check_output_path(const std::string& path);
+// (option, path) pairs; empty paths are absent options.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Writes `text` to `path` through an AtomicFile (whole or not at all; 73/74 naming the path on
 // failure), or to standard output when path is empty or "-" (74 when that write fails).

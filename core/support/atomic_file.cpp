@@ -84,6 +84,12 @@ AtomicFile::AtomicFile(std::string path, mode_t mode, std::string shown)
   const std::string base = fs::path(path_).filename().string();
   if (base.empty() || base == "." || base == "..")
     throw UserError(kExitCantCreate, shown_, 0, 0, "cannot create: not a file name");
+  // A name the file system cannot hold is known before anything is written (it would otherwise
+  // surface as a failed rename, exit 74, after the whole file was written).
+  if (base.size() > kMaxFileNameBytes)
+    throw UserError(kExitCantCreate, shown_, 0, 0,
+                    fmt::format("cannot create: the file name is {} bytes, more than the {} a name may have",
+                                base.size(), kMaxFileNameBytes));
   struct stat st {};
   const bool exists = ::stat(path_.c_str(), &st) == 0;  // through any links
   if (exists && S_ISDIR(st.st_mode))
@@ -117,12 +123,17 @@ void AtomicFile::open_temporary(mode_t mode) {
 }
 
 void AtomicFile::open_direct() {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  // O_NONBLOCK: a FIFO with no reader is refused at once (ENXIO) instead of waiting for one; the
+  // writes themselves block as usual.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd_ < 0) {
     const int err = errno;
     throw UserError(kExitCantCreate, shown_, 0, 0,
-                    fmt::format("cannot open for writing: {}", std::strerror(err)));
+                    err == ENXIO ? std::string("cannot open for writing: a FIFO with no reader")
+                                 : fmt::format("cannot open for writing: {}", std::strerror(err)));
   }
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
   direct_ = true;
 }
 

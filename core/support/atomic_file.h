@@ -11,7 +11,9 @@
 //   - a symbolic link: followed (as a shell's `>` would), the file it names is replaced;
 //   - a device, FIFO or socket (/dev/null, a pipe), or any existing name under /dev/ or /proc/
 //     (/dev/stdout, whatever it leads to): there is nothing to rename over, so the bytes are
-//     written to it directly, every write still checked;
+//     written to it directly, every write still checked; a FIFO with no reader is exit 73 at once
+//     (never a wait for one);
+//   - a file name longer than kMaxFileNameBytes: exit 73 before anything is written;
 //   - a directory: exit 73.
 
 #include <sys/types.h>
@@ -21,6 +23,10 @@
 #include <string_view>
 
 namespace fp {
+
+// The longest file name (one path component) a file is created under: NAME_MAX on Linux. A longer
+// one is exit 73 before anything is written.
+inline constexpr std::size_t kMaxFileNameBytes = 255;
 
 class AtomicFile {
  public:

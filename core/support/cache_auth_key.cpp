@@ -143,6 +143,12 @@ CacheAuthKey load_cache_auth_key(bool create) {
         "FLASHPROOF_CACHE_KEY=FILE, or FLASHPROOF_CACHE_SECRET to a secret)";
     return k;
   }
+  // A relative key path would put the key wherever the command happens to run (and a key per
+  // working directory): refused, like relative XDG_CONFIG_HOME and HOME values are ignored.
+  if (k.path[0] != '/') {
+    k.problem = fmt::format("FLASHPROOF_CACHE_KEY is the relative path '{}'; it must be absolute", k.path);
+    return k;
+  }
   const std::filesystem::path p(k.path);
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
   struct stat dir_st {};

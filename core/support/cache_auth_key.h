@@ -10,7 +10,9 @@
 //      no key, and `problem` says why.
 //      The same secret on every runner gives the same key, so a cache shared between runs and
 //      runners can be trusted.
-//   2. $FLASHPROOF_CACHE_KEY, when set and non-empty: the path of the key file.
+//   2. $FLASHPROOF_CACHE_KEY, when set and non-empty: the path of the key file, which must be
+//      absolute (a relative one is refused: no key, and `problem` says why; it would put a key in
+//      whatever directory the command runs in).
 //   3. ${XDG_CONFIG_HOME:-$HOME/.config}/flashproof/cache.key (relative XDG_CONFIG_HOME and HOME
 //      values are ignored, as the XDG spec says).
 //

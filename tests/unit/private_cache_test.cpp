@@ -247,6 +247,18 @@ TEST(PrivateCache, KeyIsCreatedPrivateAndKeptOutsideTheCache) {
   EXPECT_EQ(cache_auth_key_path(), "") << "a relative HOME puts the key in the working directory";
 }
 
+TEST(PrivateCache, RelativeKeyPathIsRefusedNotCreatedHere) {
+  ScratchDir s;
+  const fs::path before = fs::current_path();
+  fs::current_path(s.path());
+  ScopedEnv secret("FLASHPROOF_CACHE_SECRET", std::nullopt), key("FLASHPROOF_CACHE_KEY", std::string("keys/cache.key"));
+  const CacheAuthKey k = load_cache_auth_key();
+  fs::current_path(before);
+  EXPECT_FALSE(k.available());
+  EXPECT_NE(k.problem.find("must be absolute"), std::string::npos) << k.problem;
+  EXPECT_TRUE(fs::is_empty(s.path())) << "a relative key path created a key in the working directory";
+}
+
 TEST(PrivateCache, UnsafeKeyTurnsTheCacheOff) {
   OwnKey own;
   ASSERT_TRUE(load_cache_auth_key().available());
