@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,6 +114,25 @@ pid_t spawn_job(const std::string& self, std::vector<std::string> argv, int job)
   return pid;
 }
 
+// The variable through which a parent tells its workers its pid (a worker checks it is still its
+// parent, and dies with it: stop_with_parent).
+constexpr const char* kParentVariable = "FLASHPROOF_FUZZ_PARENT";
+
+// A worker stops when its parent dies, whatever kills it (SIGTERM, SIGKILL): the kernel sends it
+// SIGTERM (PR_SET_PDEATHSIG), which stops a campaign as SIGTERM always does (its state saved). A
+// parent that died before the worker got here is caught by the pid check.
+void stop_with_parent() {
+  const char* v = std::getenv(kParentVariable);
+  if (v == nullptr || *v == '\0') return;
+  const long parent = std::strtol(v, nullptr, 10);
+  if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+    throw std::runtime_error(fmt::format("cannot tie the worker to its parent: {}", std::strerror(errno)));
+  if (static_cast<long>(::getppid()) != parent) {
+    fmt::print(stderr, "flashproof fuzz: the parent (pid {}) is gone; this worker stops\n", parent);
+    std::exit(kExitInternal);
+  }
+}
+
 // -jobs=N: N campaigns in worker processes (at most -workers at a time), each one stream, its
 // output in fuzz-<job>.log, as libFuzzer does. Returns the worst exit status.
 int run_jobs(const FuzzOptions& o) {
@@ -119,6 +140,7 @@ int run_jobs(const FuzzOptions& o) {
   fmt::print(stderr, "flashproof fuzz: {} jobs, seed {}\n", o.jobs, seed);
   const int workers = o.workers > 0 ? o.workers : std::max(1, std::min<int>(o.jobs, std::thread::hardware_concurrency() / 2));
   const std::string self = flashproof_executable().empty() ? "/proc/self/exe" : flashproof_executable();
+  ::setenv(kParentVariable, std::to_string(::getpid()).c_str(), 1);
   std::map<pid_t, int> running;  // pid -> job
   int next = 0, worst = 0;
   while (next < o.jobs || !running.empty()) {
@@ -163,6 +185,7 @@ int run_fuzz_target(const FuzzOptions& o) {
     return fuzz::replay_files(t, files) > 0 ? kExitRefuted : kExitOk;
   }
   if (o.jobs > 1 && o.job_index < 0) return run_jobs(o);
+  if (o.job_index >= 0) stop_with_parent();
   const fuzz::ShardChoice shard = fuzz::choose_shard(o.shard_index, o.shard_count);
   fuzz::CampaignOptions c;
   c.target = &t;
@@ -206,10 +229,12 @@ void setup_fuzz(CLI::App& app) {
       ->transform(finite_in(0, kMaxSeconds));
   sub->add_option("--seed", o->seed, "Seed of the campaign's streams (0: from the clock, printed)")
       ->transform(any_integer<std::uint64_t>());
-  sub->add_option("--jobs", o->jobs, "Independent jobs, each in a worker process (log fuzz-<job>.log)")
-      ->transform(integer_in(0, 4096));
+  sub->add_option("--jobs", o->jobs,
+                  "Independent jobs, each in a worker process (log fuzz-<job>.log); 1 to max(256, 4 x cores); the "
+                  "workers stop with this process, whatever stops it")
+      ->transform(thread_count());
   sub->add_option("--workers", o->workers, "Jobs running at a time (default: min(jobs, cores / 2))")
-      ->transform(integer_in(0, 4096));
+      ->transform(thread_count());
   sub->add_option("--job-index", o->job_index, "(internal) this worker's job")
       ->transform(signed_in(0, 4095))
       ->group("");
