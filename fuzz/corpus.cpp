@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 std::string read_case_file(const std::string& path) {
   // A regular file only: a FIFO planted in a campaign would hang it, a device never end
   // (core/support/input_file.h).
-  return read_input_file(path, InputFileRules{kMaxCaseBytes, false, "one fuzzing input"});
+  // Nor a symbolic link: inside a campaign's directories a planted link would copy out whatever it
+  // points at.
+  return read_input_file(path, InputFileRules{kMaxCaseBytes, false, "one fuzzing input", false});
 }
 
 void fuzz_warning(const std::string& what) { std::fprintf(stderr, "flashproof fuzz: warning: %s\n", what.c_str()); }

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,12 +105,21 @@ pid_t spawn_job(const std::string& self, std::vector<std::string> argv, int job)
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   const std::string log = fmt::format("fuzz-{}.log", job);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // O_NOFOLLOW: a planted link at fuzz-<job>.log is not followed (its target would be truncated).
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = 0;
   const int err = posix_spawn(&pid, self.c_str(), &actions, nullptr, ptrs.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) throw std::runtime_error(fmt::format("cannot start job {}: {}", job, std::strerror(err)));
+  if (err != 0) {
+    // Most often the log cannot be created (a directory or a link in the way, no permission).
+    struct stat st {};
+    if (::lstat(log.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw UserError(kExitCantCreate, log, 0, 0,
+                      fmt::format("cannot create job {}'s log: it is {} (not followed, not replaced)", job,
+                                  S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file"));
+    throw UserError(kExitCantCreate, log, 0, 0, fmt::format("cannot start job {}: {}", job, std::strerror(err)));
+  }
   fmt::print(stderr, "job {} started (pid {}), log {}\n", job, pid, log);
   return pid;
 }

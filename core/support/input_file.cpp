@@ -45,9 +45,11 @@ class Descriptor {
 
 std::string read_input_file(const std::string& path, const InputFileRules& rules) {
   const std::string expected = rules.what.empty() ? std::string("a file") : std::string(rules.what);
-  Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (rules.follow_links ? 0 : O_NOFOLLOW)));
   if (fd.get() < 0) {
     const int err = errno;
+    if (err == ELOOP && !rules.follow_links)
+      throw UserError(kExitMissingInput, path, 0, 0, fmt::format("is a symbolic link, not followed: expected {}", expected));
     if (err == EISDIR)
       throw UserError(kExitMissingInput, path, 0, 0, fmt::format("is a directory: expected {}", expected));
     throw UserError(kExitMissingInput, path, 0, 0, fmt::format("cannot open ({})", std::strerror(err)));

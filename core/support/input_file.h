@@ -24,6 +24,10 @@ struct InputFileRules {
   std::size_t max_bytes = 0;  // the cap
   bool allow_pipe = false;    // read a pipe or FIFO (up to the cap)
   std::string_view what;      // what the file should be, for the messages ("a routine (.fp)")
+  // false: a symbolic link is refused (O_NOFOLLOW), exit 66 — for files inside flashproof's own
+  // directories (a campaign's corpus and findings), where a planted link could copy out a file the
+  // user did not name.
+  bool follow_links = true;
 };
 
 std::string read_input_file(const std::string& path, const InputFileRules& rules);

@@ -62,6 +62,17 @@ TEST(InputFile, RefusesWhatIsNotAFileBeforeReading) {
   fs::remove_all(d);
 }
 
+TEST(InputFile, LinksAreRefusedWhereTheCallerSaysSo) {
+  const fs::path d = scratch("links");
+  std::ofstream(d / "secret") << "secret";
+  fs::create_symlink(d / "secret", d / "link");
+  EXPECT_EQ(read_input_file((d / "link").string(), {1024, false, "a case"}), "secret") << "followed by default";
+  std::string why;
+  EXPECT_EQ(exit_of((d / "link").string(), {1024, false, "a case", false}, &why), kExitMissingInput);
+  EXPECT_EQ(why, "is a symbolic link, not followed: expected a case");
+  fs::remove_all(d);
+}
+
 TEST(InputFile, StopsAtTheCap) {
   const fs::path d = scratch("cap");
   std::ofstream(d / "big") << std::string(2048, 'x');
