@@ -81,7 +81,8 @@ bool Corpus::add(const std::string& input) {
 }
 
 std::string Corpus::state_path(const StreamState& s) const {
-  return fmt::format("{}/.fuzz-state-{}-of-{}.json", dir_, s.stream, s.streams);
+  // One file per target, seed and stream: two campaigns on one corpus keep their own positions.
+  return fmt::format("{}/.fuzz-state-{}-{}-{}-of-{}.json", dir_, s.target, s.seed, s.stream, s.streams);
 }
 
 std::optional<Corpus::StreamState> Corpus::resume(const StreamState& key) const {

@@ -12,7 +12,7 @@
 # --shard-count = SLURM_ARRAY_TASK_COUNT, so --array=0-7 gives shards 0..7 of 8 (and --array=8-15
 # would too). Shard i of 8 draws the global case indices g = n*8 + i: no two shards repeat a case,
 # and the same -seed reproduces all of them. Resubmitting the array resumes every shard from its
-# corpus (the state file .fuzz-state-<stream>-of-<streams>.json holds its next execution index).
+# corpus (the state file .fuzz-state-<target>-<seed>-<stream>-of-<streams>.json holds its next execution index).
 #
 #SBATCH --job-name=flashproof-fuzz-rewrite
 #SBATCH --array=0-7

@@ -133,12 +133,16 @@ TEST(FuzzCampaign, HostileCorpusAndFindingFilesAreSkipped) {
   std::ofstream(dir + "/corpus/" + input_digest("13")) << "14";  // edited after it was written
   EXPECT_EQ(c.load(), std::vector<std::string>{"12"});
   // A state file that does not parse is ignored.
-  std::ofstream(dir + "/corpus/.fuzz-state-0-of-1.json") << "{ nonsense";
+  std::ofstream(dir + "/corpus/.fuzz-state-parse-7-0-of-1.json") << "{ nonsense";
   EXPECT_FALSE(c.resume({"parse", 7, 0, 1, 0}));
   c.save({"parse", 7, 0, 1, 42});
   ASSERT_TRUE(c.resume({"parse", 7, 0, 1, 0}));
   EXPECT_EQ(c.resume({"parse", 7, 0, 1, 0})->next, 42u);
   EXPECT_FALSE(c.resume({"exec", 7, 0, 1, 0}));
+  // Another seed on the same corpus keeps its own position (one state file per seed and stream).
+  c.save({"parse", 8, 0, 1, 5});
+  EXPECT_EQ(c.resume({"parse", 7, 0, 1, 0})->next, 42u);
+  EXPECT_EQ(c.resume({"parse", 8, 0, 1, 0})->next, 5u);
   // A finding whose finding.json was edited to another signature no longer claims its directory.
   FindingRecord r{"parse", Finding{"big", "toy", "m", {{"counterexample/inputs/q.npy", "bytes"}, {"a.fp", "x"}}}, "600", 1, 2};
   ASSERT_TRUE(write_finding(dir + "/f/", r));
