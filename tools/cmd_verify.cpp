@@ -33,6 +33,7 @@
 #include "core/input_validation.h"
 #include "core/interpreter.h"
 #include "core/npy.h"
+#include "core/support/input_file.h"
 #include "exec/run_memory.h"
 #include "verify/phase_clock.h"
 #include "pipeline/checked_tier.h"
@@ -303,10 +304,12 @@ void name_artifacts(std::size_t inputs, std::vector<verify::Task>& tasks) {
 
 verify::Baseline read_baseline_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::exists(path, ec))
     throw UserError(kExitMissingInput, path, 0, 0,
                     "no baseline here (write one with verify --write-baseline FILE, or leave out --baseline)");
-  return verify::parse_baseline(read_source(path), path);
+  // A regular file only, up to the baseline's cap (core/support/input_file.h).
+  return verify::parse_baseline(
+      read_input_file(path, InputFileRules{verify::kMaxBaselineBytes, false, "a flashproof baseline (JSON)"}), path);
 }
 
 void run_verify(VerifyOptions& o) {

@@ -14,9 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-// Past this a baseline is not a file this tool wrote (a few hundred bytes per entry).
-constexpr std::size_t kMaxBaselineBytes = std::size_t{256} << 20;
-
 constexpr std::array<VerdictKind, 5> kVerdictKinds = {VerdictKind::Exact, VerdictKind::Bounded, VerdictKind::Refuted,
                                                       VerdictKind::Unknown, VerdictKind::Error};
 constexpr std::array<FindingKind, 3> kFindingKinds = {FindingKind::Decline, FindingKind::NothingApplied,

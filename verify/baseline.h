@@ -32,6 +32,8 @@ namespace fp::verify {
 
 inline constexpr const char* kBaselineSchema = "flashproof-baseline";
 inline constexpr int kBaselineVersion = 1;
+// Past this a baseline is not a file this tool wrote (a few hundred bytes per entry).
+inline constexpr std::size_t kMaxBaselineBytes = std::size_t{256} << 20;
 
 // The stable id of an obligation (see above).
 std::string obligation_key(const Verdict& v);
