@@ -412,7 +412,8 @@ void setup_verify(CLI::App& app) {
   auto o = std::make_shared<VerifyOptions>();
   CLI::App* sub = app.add_subcommand(
       "verify",
-      "Discharge verification obligations: the rewrite tier's on FILE, or a hand-written --src/--tgt pair");
+      "Discharge verification obligations: the rewrite tier's on each FILE and those of hand-written --src/--tgt "
+      "pairs, in one report; the exit code is the CI gate's (--fail-on, --expect, --baseline)");
   o->app = sub;
   sub->add_option("FILE", o->files,
                   "Routines (.fp or .te) to rewrite with the tier and verify: one run, one report for them all");
