@@ -55,7 +55,7 @@ def valid_log():
                 "informationUri": "https://github.com/flashproof/flashproof",
                 "rules": [rule("online-softmax.normalizer-scan"), rule("online-softmax.value-pass-hoist")]}},
             "originalUriBaseIds": {
-                "ROOT": {"uri": "file:///work/"},
+                "ROOT": {"uri": "file:///srv/repo/"},
                 "SRCROOT": {"uri": "src/", "uriBaseId": "ROOT"},
                 "%CWD%": {"uri": "file:///tmp/run%20dir/"}},
             "invocations": [{"executionSuccessful": True, "exitCode": 1}],
@@ -269,7 +269,7 @@ class CheckSarif(unittest.TestCase):
 
     def test_windows_path(self):
         self.assertProblem(broken(lambda l: set_in(run0(l)["results"][1], ["locations", 0, "physicalLocation",
-                                                                           "artifactLocation", "uri"], "C:/work/a.fp")),
+                                                                           "artifactLocation", "uri"], "C:/repo/a.fp")),
                            "$.runs[0].results[1].locations[0].physicalLocation.artifactLocation.uri",
                            ["Windows drive path"])
 
