@@ -96,9 +96,11 @@ struct VerifyOptions {
 
 // What the interpreter trials hold at once: each task runs its source and target on one input set,
 // and `jobs` tasks run in parallel (the biggest ones, at worst).
+// Only the hand-written pairs' tasks count: the tier's are held to the limit per obligation.
 RunMemory trials_memory(const std::vector<verify::Task>& tasks, int jobs) {
   std::vector<std::pair<const Routine*, const Routine*>> pairs;
-  for (const verify::Task& t : tasks) pairs.emplace_back(&t.src, &t.tgt);
+  for (const verify::Task& t : tasks)
+    if (t.hand_pair) pairs.emplace_back(&t.src, &t.tgt);
   return parallel_pairs_memory(
       pairs, "interp", jobs,
       fmt::format("verify's interpreter trials: source and target of {} obligation{} "
@@ -367,12 +369,7 @@ void run_verify(VerifyOptions& o) {
   // anything runs. The tier's obligations are proved for all sizes where their lifts apply and
   // check small instances; a concrete check at the routine's sizes (a lift's fallback) is held to
   // the same limit per obligation and ends unknown (resource limit) instead.
-  if (!o.src.empty()) {
-    std::vector<verify::Task> pairs;
-    for (const auto& t : tasks)
-      if (t.hand_pair) pairs.push_back(t);
-    preflight_memory(trials_memory(pairs, o.engine.jobs), o.max_memory, o.tgt[0]);
-  }
+  if (!o.src.empty()) preflight_memory(trials_memory(tasks, o.engine.jobs), o.max_memory, o.tgt[0]);
   if (!o.files.empty()) {
     const MemoryLimit limit = resolve_memory_limit(o.max_memory);
     o.engine.interpreter_memory_bytes = limit.bytes;

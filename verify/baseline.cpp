@@ -52,12 +52,12 @@ int line_of(const std::string& text, std::size_t byte) {
   return line;
 }
 
-bool failing(const Verdict& v, bool unknown_fails) {
+}  // namespace
+
+bool fails_on_its_own(const Verdict& v, bool unknown_fails) {
   return v.kind == VerdictKind::Refuted || v.kind == VerdictKind::Error ||
          (v.kind == VerdictKind::Unknown && unknown_fails);
 }
-
-}  // namespace
 
 std::string obligation_key(const Verdict& v) {
   std::string covers;
@@ -144,7 +144,7 @@ BaselineComparison compare_with_baseline(const Baseline& baseline, const std::st
     auto it = baseline.obligations.find(key);
     if (it != baseline.obligations.end()) c.known.insert(key);
     const std::string name = fmt::format("{} in {} ({})", v.id, v.file, v.rewrite.empty() ? "pair" : v.rewrite);
-    if (failing(v, unknown_fails)) {
+    if (fails_on_its_own(v, unknown_fails)) {
       const auto before = it == baseline.obligations.end() ? std::nullopt : verdict_kind_of(it->second.verdict);
       if (!before || rank(*before) > rank(v.kind))
         regress(RegressionKind::Verdict, key,

@@ -35,6 +35,10 @@ inline constexpr int kBaselineVersion = 1;
 // Past this a baseline is not a file this tool wrote (a few hundred bytes per entry).
 inline constexpr std::size_t kMaxBaselineBytes = std::size_t{256} << 20;
 
+// Whether a verdict fails a gate on its own (no baseline): refuted, error, or unknown when
+// `unknown_fails` (--fail-on unknown).
+bool fails_on_its_own(const Verdict& v, bool unknown_fails);
+
 // The stable id of an obligation (see above).
 std::string obligation_key(const Verdict& v);
 

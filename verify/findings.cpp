@@ -74,8 +74,8 @@ FindingCounts count_findings(const std::vector<Finding>& findings) {
   return c;
 }
 
-std::string finding_location(const Finding& f) {
-  return f.line > 0 ? fmt::format("{}:{}", f.file, f.line) : f.file;
+std::string location_text(const std::string& file, int line) {
+  return line > 0 ? fmt::format("{}:{}", file, line) : file;
 }
 
 }  // namespace fp::verify

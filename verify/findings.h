@@ -51,7 +51,8 @@ struct FindingCounts {
 };
 FindingCounts count_findings(const std::vector<Finding>& findings);
 
-// "FILE:LINE" or "FILE" when the line is unknown.
-std::string finding_location(const Finding& f);
+// "FILE:LINE", or "FILE" when the line is unknown (0): a finding's or a verdict's location.
+std::string location_text(const std::string& file, int line);
+inline std::string finding_location(const Finding& f) { return location_text(f.file, f.line); }
 
 }  // namespace fp::verify

@@ -22,8 +22,7 @@ const char* expect_name(Expect e) {
 
 bool verdict_fails(const Verdict& v, const Gate& gate) {
   if (gate.baseline) return gate.baseline->regressed.count(obligation_key(v)) > 0;
-  return v.kind == VerdictKind::Refuted || v.kind == VerdictKind::Error ||
-         (v.kind == VerdictKind::Unknown && gate.fail_on == FailOn::Unknown);
+  return fails_on_its_own(v, gate.fail_on == FailOn::Unknown);
 }
 
 bool finding_fails(const Finding& f, std::size_t obligations, const Gate& gate) {

@@ -105,9 +105,7 @@ std::string verdict_cell(const Verdict& v) {
   return verdict;
 }
 
-std::string verdict_location(const Verdict& v) {
-  return v.line > 0 ? fmt::format("{}:{}", v.file, v.line) : v.file;
-}
+std::string verdict_location(const Verdict& v) { return location_text(v.file, v.line); }
 
 // Rows of equal-width columns, two spaces apart.
 std::string table(const std::vector<std::vector<std::string>>& rows) {
